@@ -1,0 +1,198 @@
+import { createPublicKey, type KeyObject } from "node:crypto";
+import { z } from "zod";
+
+/**
+ * Everything the server and the workers read from the environment, validated once at start-up.
+ * Nothing else in the code base reads `process.env`.
+ */
+export interface Config {
+  /** REST port. Default 3000. */
+  port: number;
+  /** Interface the REST server binds to. Default `0.0.0.0`. */
+  host: string;
+  /** PostgreSQL connection string; absent means the embedded PostgreSQL (PGlite). */
+  databaseUrl: string | undefined;
+  /** Where the embedded database keeps its files; `memory://` keeps it in memory. Default `./data`. */
+  dataDir: string;
+  /** Size of the PostgreSQL connection pool. Default 10. */
+  databasePoolSize: number;
+  auth: AuthConfig;
+  /** IANA zone for event date ranges and buckets. Default `Europe/Brussels`. */
+  defaultTimeZone: string;
+  /** Largest accepted request body in bytes. Default 10 MiB. */
+  bodyLimitBytes: number;
+  /** Longest a graph query statement may run. Default 5000 ms. */
+  queryTimeoutMs: number;
+  /** Most rows a graph query may return. Default 10000. */
+  queryMaxRows: number;
+  /** Longest a transform may run, sub-queries included. Default 2000 ms. */
+  transformTimeoutMs: number;
+  /** Longest a graceful shutdown waits for work in flight. Default 30000 ms. */
+  shutdownTimeoutMs: number;
+  /** winston level, or `silent`. Default `info`. */
+  logLevel: LogLevel;
+  /** Camunda 7 REST base; absent means no Camunda 7 workers. */
+  camundaUrl: string | undefined;
+  /** Zeebe gateway `host:port`; absent means no Zeebe workers. */
+  zeebeAddress: string | undefined;
+}
+
+export type LogLevel = "error" | "warn" | "info" | "debug" | "silent";
+
+export type AuthConfig =
+  | { disabled: true; userClaim: string }
+  | {
+      disabled: false;
+      /** HS256 shared secret, or the public key (RS256 for RSA keys, ES256 for EC keys). */
+      key: { kind: "secret"; secret: Uint8Array } | { kind: "public"; key: KeyObject; algorithm: "RS256" | "ES256" };
+      /** Claim holding the user id. Default `sub`. */
+      userClaim: string;
+      issuer: string | undefined;
+      audience: string | undefined;
+    };
+
+/** Thrown when the environment holds a value the service cannot start with. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+const integer = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `${name} must be a whole number`)
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, `${name} must be between ${min} and ${max}`);
+
+const optionalText = z
+  .string()
+  .transform((s) => s.trim())
+  .transform((s) => (s === "" ? undefined : s))
+  .optional();
+
+const booleanFlag = (name: string) =>
+  z
+    .string()
+    .transform((s) => s.trim().toLowerCase())
+    .refine((s) => ["true", "false", "1", "0", ""].includes(s), `${name} must be true or false`)
+    .transform((s) => s === "true" || s === "1");
+
+function isUrl(value: string, protocols: string[]): boolean {
+  try {
+    return protocols.includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const envSchema = z.object({
+  PORT: integer("PORT", 0, 65535).optional(),
+  HOST: optionalText,
+  DATABASE_URL: optionalText.refine(
+    (v) => v === undefined || isUrl(v, ["postgres:", "postgresql:"]),
+    "DATABASE_URL must be a URL like postgres://user@host:5432/database",
+  ),
+  DATA_DIR: optionalText,
+  DATABASE_POOL_SIZE: integer("DATABASE_POOL_SIZE", 1, 200).optional(),
+  JWT_SECRET: optionalText,
+  JWT_PUBLIC_KEY: optionalText,
+  JWT_USER_CLAIM: optionalText,
+  JWT_ISSUER: optionalText,
+  JWT_AUDIENCE: optionalText,
+  AUTH_DISABLED: booleanFlag("AUTH_DISABLED").optional(),
+  DEFAULT_TIME_ZONE: optionalText.refine(
+    (v) => v === undefined || isTimeZone(v),
+    "DEFAULT_TIME_ZONE must be an IANA time zone such as Europe/Brussels",
+  ),
+  BODY_LIMIT_BYTES: integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024 * 1024).optional(),
+  QUERY_TIMEOUT_MS: integer("QUERY_TIMEOUT_MS", 1, 3_600_000).optional(),
+  QUERY_MAX_ROWS: integer("QUERY_MAX_ROWS", 1, 10_000_000).optional(),
+  TRANSFORM_TIMEOUT_MS: integer("TRANSFORM_TIMEOUT_MS", 1, 3_600_000).optional(),
+  SHUTDOWN_TIMEOUT_MS: integer("SHUTDOWN_TIMEOUT_MS", 0, 3_600_000).optional(),
+  LOG_LEVEL: z.enum(["error", "warn", "info", "debug", "silent"], "LOG_LEVEL must be one of error, warn, info, debug, silent").optional(),
+  CAMUNDA_URL: optionalText.refine(
+    (v) => v === undefined || isUrl(v, ["http:", "https:"]),
+    "CAMUNDA_URL must be an http(s) URL like http://localhost:8080/engine-rest",
+  ),
+  ZEEBE_ADDRESS: optionalText.refine(
+    (v) => v === undefined || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(v),
+    "ZEEBE_ADDRESS must be host:port, like localhost:26500",
+  ),
+});
+
+type Env = Record<string, string | undefined>;
+
+/** Reads and checks the environment; every problem is reported at once in a {@link ConfigError}. */
+export function loadConfig(env: Env = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`));
+  }
+  const e = parsed.data;
+  const problems: string[] = [];
+  const auth = readAuth(e, problems);
+  if (problems.length > 0 || auth === undefined) throw new ConfigError(problems);
+  return {
+    port: e.PORT ?? 3000,
+    host: e.HOST ?? "0.0.0.0",
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR ?? "./data",
+    databasePoolSize: e.DATABASE_POOL_SIZE ?? 10,
+    auth,
+    defaultTimeZone: e.DEFAULT_TIME_ZONE ?? "Europe/Brussels",
+    bodyLimitBytes: e.BODY_LIMIT_BYTES ?? 10 * 1024 * 1024,
+    queryTimeoutMs: e.QUERY_TIMEOUT_MS ?? 5000,
+    queryMaxRows: e.QUERY_MAX_ROWS ?? 10_000,
+    transformTimeoutMs: e.TRANSFORM_TIMEOUT_MS ?? 2000,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS ?? 30_000,
+    logLevel: e.LOG_LEVEL ?? "info",
+    camundaUrl: e.CAMUNDA_URL,
+    zeebeAddress: e.ZEEBE_ADDRESS,
+  };
+}
+
+function readAuth(e: z.infer<typeof envSchema>, problems: string[]): AuthConfig | undefined {
+  const userClaim = e.JWT_USER_CLAIM ?? "sub";
+  if (e.AUTH_DISABLED === true) return { disabled: true, userClaim };
+  if (e.JWT_SECRET !== undefined && e.JWT_PUBLIC_KEY !== undefined) {
+    problems.push("JWT_SECRET and JWT_PUBLIC_KEY are both set: choose one");
+    return undefined;
+  }
+  const common = { disabled: false as const, userClaim, issuer: e.JWT_ISSUER, audience: e.JWT_AUDIENCE };
+  if (e.JWT_SECRET !== undefined) {
+    if (Buffer.byteLength(e.JWT_SECRET) < 32) {
+      problems.push("JWT_SECRET must be at least 32 bytes long (HS256 needs a 256-bit key)");
+      return undefined;
+    }
+    return { ...common, key: { kind: "secret", secret: new TextEncoder().encode(e.JWT_SECRET) } };
+  }
+  if (e.JWT_PUBLIC_KEY !== undefined) {
+    let key: KeyObject;
+    try {
+      // A PEM passed through an environment variable often has its line breaks escaped.
+      key = createPublicKey(e.JWT_PUBLIC_KEY.replace(/\\n/g, "\n"));
+    } catch {
+      problems.push("JWT_PUBLIC_KEY is not a PEM public key");
+      return undefined;
+    }
+    if (key.asymmetricKeyType === "rsa") return { ...common, key: { kind: "public", key, algorithm: "RS256" } };
+    if (key.asymmetricKeyType === "ec" && key.asymmetricKeyDetails?.namedCurve === "prime256v1") {
+      return { ...common, key: { kind: "public", key, algorithm: "ES256" } };
+    }
+    problems.push("JWT_PUBLIC_KEY must be an RSA key (RS256) or a P-256 EC key (ES256)");
+    return undefined;
+  }
+  problems.push("neither JWT_SECRET nor JWT_PUBLIC_KEY is set; set one, or AUTH_DISABLED=true for development only");
+  return undefined;
+}

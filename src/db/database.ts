@@ -1,0 +1,140 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import knexFactory, { type Knex } from "knex";
+import ClientPGLite from "knex-pglite";
+import { migrate } from "./migrate.js";
+
+export interface DatabaseOptions {
+  /** PostgreSQL connection string; absent means the embedded PostgreSQL. */
+  databaseUrl: string | undefined;
+  /** Directory of the embedded database, or `memory://` for one that lives in memory. */
+  dataDir: string;
+  poolSize: number;
+  /** Schema to work in (PostgreSQL only); default `public`. */
+  schema?: string;
+}
+
+export interface Database {
+  knex: Knex;
+  kind: "postgres" | "embedded";
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+  /** Closes every connection (and releases the embedded database's lock). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Opens the database named by the options and brings its schema up to date. */
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const db = options.databaseUrl !== undefined ? openPostgres(options.databaseUrl, options) : await openEmbedded(options.dataDir);
+  try {
+    await migrate(db.knex);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return db;
+}
+
+function openPostgres(url: string, options: DatabaseOptions): Database {
+  const knex = knexFactory({
+    client: "pg",
+    connection: url,
+    searchPath: options.schema !== undefined ? [options.schema] : undefined,
+    pool: { min: 0, max: options.poolSize },
+    acquireConnectionTimeout: 10_000,
+  });
+  return wrap(knex, "postgres", async () => {});
+}
+
+async function openEmbedded(dataDir: string): Promise<Database> {
+  if (dataDir.startsWith("memory://")) {
+    const pglite = await PGlite.create();
+    return wrap(embeddedKnex(pglite), "embedded", async () => {});
+  }
+  const dir = resolve(dataDir);
+  mkdirSync(dir, { recursive: true });
+  const releaseLock = lockDataDir(dir);
+  try {
+    const pglite = await PGlite.create(join(dir, "pgdata"));
+    return wrap(embeddedKnex(pglite), "embedded", async () => releaseLock());
+  } catch (err) {
+    releaseLock();
+    throw err;
+  }
+}
+
+interface CompiledQuery {
+  method?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * knex-pglite names a delete's command `DEL` where the PostgreSQL dialect expects `DELETE`, so
+ * `.del()` would answer the raw result instead of the number of rows deleted.
+ */
+class EmbeddedClient extends (ClientPGLite as unknown as new (config: Knex.Config) => {
+  processResponse(obj: CompiledQuery, runner: unknown): unknown;
+}) {
+  override processResponse(obj: CompiledQuery, runner: unknown): unknown {
+    return super.processResponse(obj.method === "del" ? { ...obj, method: "delete" } : obj, runner);
+  }
+}
+
+function embeddedKnex(pglite: PGlite): Knex {
+  // knex-pglite keeps the single connection PGlite has; knex queues queries on it.
+  return knexFactory({
+    client: EmbeddedClient as unknown as typeof knexFactory.Client,
+    connection: { pglite } as Knex.StaticConnectionConfig,
+  });
+}
+
+function wrap(knex: Knex, kind: Database["kind"], afterClose: () => Promise<void>): Database {
+  let closing: Promise<void> | undefined;
+  return {
+    knex,
+    kind,
+    async ping() {
+      await knex.raw("select 1");
+    },
+    close() {
+      closing ??= knex.destroy().then(afterClose);
+      return closing;
+    },
+  };
+}
+
+/**
+ * The embedded database is one process's: two processes writing the same files would corrupt
+ * them. A lock file holding the owner's pid keeps a second process out; a lock left by a process
+ * that no longer runs is taken over.
+ */
+function lockDataDir(dir: string): () => void {
+  const lockFile = join(dir, "service.lock");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lockFile, String(process.pid), { flag: "wx" });
+      return () => rmSync(lockFile, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const owner = Number(readFileSync(lockFile, "utf8").trim());
+      if (Number.isInteger(owner) && owner > 0 && isRunning(owner)) {
+        throw new Error(
+          `DATA_DIR ${dir} is in use by process ${owner}; stop that process or choose another DATA_DIR (or set DATABASE_URL)`,
+        );
+      }
+      rmSync(lockFile, { force: true });
+    }
+  }
+  throw new Error(`could not take the lock on DATA_DIR ${dir}`);
+}
+
+function isRunning(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}

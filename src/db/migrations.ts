@@ -1,0 +1,90 @@
+/**
+ * The schema, as an ordered list of migrations. Each runs once, inside the migration transaction
+ * (see migrate.ts); a migration once released is never edited, only followed by another.
+ *
+ * The tenant leads every key and every index, so one tenant's rows are one index range.
+ */
+export interface Migration {
+  id: string;
+  statements: string[];
+}
+
+export const migrations: Migration[] = [
+  {
+    id: "001_initial",
+    statements: [
+      `create table entities (
+        tenant text not null,
+        id uuid not null,
+        type text not null,
+        key text not null,
+        attributes jsonb not null default '{}'::jsonb,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        primary key (tenant, id),
+        constraint entities_tenant_type_key unique (tenant, type, key),
+        constraint entities_attributes_object check (jsonb_typeof(attributes) = 'object')
+      )`,
+      // jsonb_path_ops: smaller and faster than the default operator class for `@>`, the only
+      // operator the graph compiler uses on attributes.
+      `create index entities_attributes on entities using gin (attributes jsonb_path_ops)`,
+      `create table links (
+        tenant text not null,
+        from_id uuid not null,
+        relation text not null,
+        to_id uuid not null,
+        created_at timestamptz not null default now(),
+        primary key (tenant, from_id, relation, to_id),
+        foreign key (tenant, from_id) references entities (tenant, id) on delete cascade,
+        foreign key (tenant, to_id) references entities (tenant, id) on delete cascade
+      )`,
+      // The primary key walks links forwards; this one walks them backwards.
+      `create index links_reverse on links (tenant, to_id, relation, from_id)`,
+      `create table events (
+        tenant text not null,
+        item_id uuid not null,
+        ts timestamptz not null,
+        source_id text not null default '',
+        value double precision not null,
+        tags text[],
+        key_values jsonb,
+        tenant_codes jsonb,
+        entity_references jsonb,
+        meta_entry timestamptz,
+        meta_exit timestamptz,
+        meta_from timestamptz,
+        meta_to timestamptz,
+        primary key (tenant, item_id, ts, source_id)
+      )`,
+      `create table api_definitions (
+        tenant text not null,
+        id uuid not null,
+        external_id text not null,
+        name text,
+        version text,
+        active boolean not null default true,
+        data jsonb not null default '{}'::jsonb,
+        query text not null,
+        transform text,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        primary key (tenant, id),
+        constraint api_definitions_tenant_external_id unique (tenant, external_id)
+      )`,
+      `create table calculation_definitions (
+        tenant text not null,
+        id uuid not null,
+        external_id text not null,
+        name text,
+        calculation_type text not null,
+        active boolean not null default true,
+        data jsonb not null default '{}'::jsonb,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        primary key (tenant, id),
+        constraint calculation_definitions_tenant_external_id unique (tenant, external_id),
+        constraint calculation_definitions_type check (calculation_type in ('EXPRESSION', 'STATE-EXPRESSION', 'CALCULATION'))
+      )`,
+    ],
+  },
+];

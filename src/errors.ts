@@ -1,0 +1,109 @@
+/**
+ * The one error type the domain throws. It carries a contract code (shared/CONTRACT.md §7);
+ * each transport maps it: HTTP to problem+json, Camunda 7 and Zeebe to a BPMN error (4xx codes)
+ * or a retried failure (everything else).
+ *
+ * The codes are exactly those of §7, plus INTERNAL_ERROR for a fault of the service itself (a bug),
+ * which no client can cause on purpose. A situation §7 has no code of its own for takes the nearest
+ * code with the fitting HTTP status: an unknown route is `404 INVALID_REQUEST`, a body over the size
+ * limit `413 INVALID_REQUEST`.
+ */
+export const problemCodes = {
+  MISSING_TENANT: { status: 400, title: "Missing tenant" },
+  UNAUTHENTICATED: { status: 401, title: "Unauthenticated" },
+  FORBIDDEN: { status: 403, title: "Forbidden" },
+  API_DEFINITION_NOT_FOUND: { status: 404, title: "API definition not found" },
+  API_DEFINITION_INACTIVE: { status: 409, title: "API definition inactive" },
+  INVALID_QUERY_PARAMETERS: { status: 400, title: "Invalid query parameters" },
+  INVALID_DEFINITION: { status: 400, title: "Invalid definition" },
+  INVALID_REQUEST: { status: 400, title: "Invalid request" },
+  CALCULATION_DEFINITION_NOT_FOUND: { status: 404, title: "Calculation definition not found" },
+  TRANSFORM_FAILED: { status: 422, title: "Transform failed" },
+  CALCULATION_FAILED: { status: 422, title: "Calculation failed" },
+  UNAVAILABLE: { status: 503, title: "Service unavailable" },
+  INTERNAL_ERROR: { status: 500, title: "Internal error" },
+} as const;
+
+export type ProblemCode = keyof typeof problemCodes;
+
+/** One entry of a validation problem list, with the place it concerns where there is one. */
+export interface ProblemDetail {
+  message: string;
+  path?: string;
+  line?: number;
+  column?: number;
+  [key: string]: unknown;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ProblemCode;
+  detail: string;
+  errors?: ProblemDetail[];
+}
+
+export class ProblemError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ProblemCode,
+    detail: string,
+    readonly options: { status?: number; errors?: ProblemDetail[]; cause?: unknown } = {},
+  ) {
+    super(detail, { cause: options.cause });
+    this.name = "ProblemError";
+    this.status = options.status ?? problemCodes[code].status;
+  }
+
+  get errors(): ProblemDetail[] | undefined {
+    return this.options.errors;
+  }
+
+  /** A 4xx problem lies in the request or a definition: retrying the same work cannot help. */
+  get isClientProblem(): boolean {
+    return this.status >= 400 && this.status < 500;
+  }
+
+  toProblem(): Problem {
+    const problem: Problem = {
+      type: `urn:problem:${this.code.toLowerCase().replace(/_/g, "-")}`,
+      title: problemCodes[this.code].title,
+      status: this.status,
+      code: this.code,
+      detail: this.message,
+    };
+    if (this.errors !== undefined) problem.errors = this.errors;
+    return problem;
+  }
+}
+
+/** SQLSTATE classes and driver errors that mean "the database is not reachable right now". */
+const passingSqlStates = new Set(["57P01", "57P02", "57P03", "53300", "53400", "40001", "40P01"]);
+const passingNodeCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
+
+function errorCode(err: unknown): string | undefined {
+  if (typeof err === "object" && err !== null && "code" in err && typeof err.code === "string") return err.code;
+  return undefined;
+}
+
+/** True for faults that pass by themselves: an unreachable or restarting database, a lost connection. */
+export function isPassingFault(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = errorCode(err);
+  if (code !== undefined && (passingNodeCodes.has(code) || passingSqlStates.has(code) || code.startsWith("08"))) return true;
+  if (err.name === "KnexTimeoutError") return true;
+  return /Connection terminated|connection is closed|Client was closed|aborted|Unable to acquire a connection|PGlite is closed/i.test(
+    err.message,
+  );
+}
+
+/** Turns anything thrown into a {@link ProblemError}: kept as is, a passing fault, or an internal error. */
+export function toProblemError(err: unknown): ProblemError {
+  if (err instanceof ProblemError) return err;
+  if (isPassingFault(err)) {
+    return new ProblemError("UNAVAILABLE", "the database is not reachable at the moment; retry later", { cause: err });
+  }
+  return new ProblemError("INTERNAL_ERROR", "an unexpected error occurred", { cause: err });
+}

@@ -1,0 +1,68 @@
+import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from "jose";
+import type { AuthConfig } from "../config.js";
+import { ProblemError } from "../errors.js";
+
+/** Who is calling, as the verified token says. */
+export interface Principal {
+  /** The configured user claim (default `sub`); undefined when the token has none. */
+  userId: string | undefined;
+  /** The `roles` claim, when it is an array of strings. */
+  roles: string[];
+}
+
+export type Authenticator = (authorization: string | undefined) => Promise<Principal>;
+
+/** The principal every request gets when auth is disabled (development only). */
+export const developmentPrincipal: Principal = { userId: "developer", roles: ["admin"] };
+
+/**
+ * Verifies `Authorization: Bearer <JWT>` with jose. Only the one algorithm the configured key is
+ * for is accepted, so `alg: none` and algorithm confusion (an HS256 token signed with a public
+ * key) fail like a bad signature.
+ */
+export function createAuthenticator(auth: AuthConfig): Authenticator {
+  if (auth.disabled) return async () => developmentPrincipal;
+  const verifyKey = auth.key.kind === "secret" ? auth.key.secret : auth.key.key;
+  const options: JWTVerifyOptions = {
+    algorithms: [auth.key.kind === "secret" ? "HS256" : auth.key.algorithm],
+    clockTolerance: 5,
+  };
+  if (auth.issuer !== undefined) options.issuer = auth.issuer;
+  if (auth.audience !== undefined) options.audience = auth.audience;
+
+  return async (authorization) => {
+    const token = bearerToken(authorization);
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, verifyKey, options));
+    } catch (err) {
+      throw new ProblemError("UNAUTHENTICATED", reasonRejected(err));
+    }
+    const user = payload[auth.userClaim];
+    const roles = Array.isArray(payload.roles) ? payload.roles.filter((r): r is string => typeof r === "string") : [];
+    return { userId: typeof user === "string" || typeof user === "number" ? String(user) : undefined, roles };
+  };
+}
+
+function bearerToken(authorization: string | undefined): string {
+  if (authorization === undefined || authorization.trim() === "") {
+    throw new ProblemError("UNAUTHENTICATED", "the Authorization header is missing; send Authorization: Bearer <token>");
+  }
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (match?.[1] === undefined) {
+    throw new ProblemError("UNAUTHENTICATED", "the Authorization header must have the form Bearer <token>");
+  }
+  return match[1];
+}
+
+/** Says why a token was refused without echoing the token or anything secret. */
+function reasonRejected(err: unknown): string {
+  if (err instanceof joseErrors.JWTExpired) return "the token has expired";
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return "the token's signing algorithm is not accepted";
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return "the token's signature is not valid";
+  if (err instanceof joseErrors.JWTClaimValidationFailed) return `the token's "${err.claim}" claim is not valid: ${err.reason}`;
+  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid || err instanceof joseErrors.JOSENotSupported) {
+    return "the token is not a well-formed signed JWT";
+  }
+  return "the token could not be verified";
+}

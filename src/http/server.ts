@@ -1,0 +1,224 @@
+import { randomUUID } from "node:crypto";
+import swagger from "@fastify/swagger";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from "fastify";
+import type { Config } from "../config.js";
+import type { Database } from "../db/database.js";
+import { ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { Authenticator, Principal } from "./auth.js";
+import { graphRoutes } from "./routes/graph.js";
+import { healthRoutes } from "./routes/health.js";
+
+/** Who may call a route: anyone, any holder of a valid token (and a tenant), or an admin. */
+export type Access = "public" | "user" | "admin";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal: Principal | undefined;
+    tenant: string | undefined;
+  }
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+}
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface ServerDeps {
+  config: Config;
+  db: Database;
+  logger: Logger;
+  authenticate: Authenticator;
+}
+
+const TENANT_PATTERN = /^[\x21-\x7e]{1,128}$/;
+
+/** Builds the REST server on an open database; the caller listens and closes. */
+export async function buildServer(deps: ServerDeps): Promise<App> {
+  const { config, logger, authenticate } = deps;
+  const app = Fastify({
+    logger: false,
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: () => randomUUID(),
+    // While closing, keep-alive requests are answered by our own hook with a problem body.
+    return503OnClosing: false,
+    ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: "array", useDefaults: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorateRequest("principal", undefined);
+  app.decorateRequest("tenant", undefined);
+
+  let closing = false;
+  app.addHook("onClose", async () => {
+    closing = true;
+  });
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+
+  app.addHook("onRequest", async (request) => {
+    if (closing) throw new ProblemError("UNAVAILABLE", "the service is shutting down; retry on another instance");
+    const access = request.routeOptions.config?.access ?? "public";
+    if (access === "public") return;
+    request.principal = await authenticate(request.headers.authorization);
+    request.tenant = readTenant(request.headers["x-tenant-id"]);
+    if (access === "admin" && !request.principal.roles.includes("admin")) {
+      throw new ProblemError("FORBIDDEN", "this endpoint needs a token whose roles claim contains admin");
+    }
+  });
+
+  app.addHook("onResponse", async (request, reply) => {
+    const tenantHeader = request.headers["x-tenant-id"];
+    logger.info("request", {
+      requestId: request.id,
+      method: request.method,
+      route: request.routeOptions.url ?? null,
+      path: request.url.split("?")[0]?.slice(0, 300),
+      status: reply.statusCode,
+      tenant: request.tenant ?? (typeof tenantHeader === "string" ? tenantHeader.slice(0, 128) : null),
+      userId: request.principal?.userId ?? null,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+    });
+  });
+
+  app.setErrorHandler((err: FastifyError | Error, request, reply) => sendProblem(fromHttpError(err), request, reply, logger));
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(
+      new ProblemError("INVALID_REQUEST", `there is no route ${request.method} ${request.url.split("?")[0] ?? ""}`, { status: 404 }),
+      request,
+      reply,
+      logger,
+    ),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Process task backend",
+        version: "0.1.0",
+        description:
+          "API Definitions, time series and Calculation Definitions, served over REST and to Camunda 7 / Zeebe workers. " +
+          "Errors are application/problem+json with a code of the contract's §7.",
+      },
+      components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
+    },
+  });
+  app.addHook("onRoute", (route) => documentAccess(route));
+
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  healthRoutes(app, deps);
+  graphRoutes(app, deps);
+  return app;
+}
+
+/** Adds the bearer scheme, the tenant header and the error answers to every protected route's description. */
+function documentAccess(route: { config?: { access?: Access }; schema?: object }): void {
+  const access = route.config?.access ?? "public";
+  if (access === "public" || route.schema === undefined) return;
+  const schema = route.schema as Record<string, unknown>;
+  schema.security = [{ bearerAuth: [] }];
+  const headers = (schema.headers as { type?: string; properties?: Record<string, unknown>; required?: string[] } | undefined) ?? {
+    type: "object",
+    properties: {},
+  };
+  headers.properties = { ...headers.properties, "x-tenant-id": { type: "string", description: "Tenant the request acts in" } };
+  schema.headers = headers;
+  schema.response = {
+    ...(schema.response as object | undefined),
+    "4XX": problemSchema,
+    "5XX": problemSchema,
+  };
+}
+
+const problemSchema = {
+  description: "application/problem+json",
+  type: "object",
+  properties: {
+    type: { type: "string" },
+    title: { type: "string" },
+    status: { type: "integer" },
+    code: { type: "string" },
+    detail: { type: "string" },
+    errors: { type: "array", items: { type: "object", additionalProperties: true } },
+  },
+};
+
+function readTenant(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined || value.trim() === "") {
+    throw new ProblemError("MISSING_TENANT", "the X-TENANT-ID header is required");
+  }
+  const tenant = value.trim();
+  if (!TENANT_PATTERN.test(tenant)) {
+    throw new ProblemError("INVALID_REQUEST", "X-TENANT-ID must be 1 to 128 visible ASCII characters");
+  }
+  return tenant;
+}
+
+/** Maps fastify's own errors (validation, body parsing, limits) to a problem; everything else via toProblemError. */
+function fromHttpError(err: FastifyError | Error): ProblemError {
+  if (err instanceof ProblemError) return err;
+  const fe = err as FastifyError;
+  if (fe.validation !== undefined) {
+    const errors: ProblemDetail[] = fe.validation.map((v) => ({
+      path: `${fe.validationContext ?? "body"}${v.instancePath.replace(/\//g, ".")}`,
+      message: v.message ?? "is not valid",
+      ...(v.params !== undefined ? { params: v.params } : {}),
+    }));
+    return new ProblemError("INVALID_REQUEST", `the request ${fe.validationContext ?? "body"} is not valid: ${errors[0]?.path} ${errors[0]?.message}`, {
+      errors,
+    });
+  }
+  if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500 && typeof fe.code === "string" && fe.code.startsWith("FST_")) {
+    return new ProblemError("INVALID_REQUEST", describeFastifyError(fe), { status: fe.statusCode });
+  }
+  if (err instanceof SyntaxError && fe.statusCode === 400) {
+    return new ProblemError("INVALID_REQUEST", `the body is not valid JSON: ${err.message}`);
+  }
+  return toProblemError(err);
+}
+
+function describeFastifyError(fe: FastifyError): string {
+  switch (fe.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return "the request body is larger than the limit (BODY_LIMIT_BYTES)";
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return "unsupported Content-Type; send application/json";
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return "the body is empty but Content-Type is application/json";
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return `the body is not valid JSON: ${fe.message}`;
+    default:
+      return fe.message;
+  }
+}
+
+function sendProblem(problem: ProblemError, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {
+  if (problem.status >= 500) {
+    const cause = problem.cause instanceof Error ? problem.cause : undefined;
+    logger.error("request failed", {
+      requestId: request.id,
+      code: problem.code,
+      error: cause?.message ?? problem.message,
+      stack: cause?.stack,
+    });
+  }
+  return reply.status(problem.status).type("application/problem+json").send(JSON.stringify(problem.toProblem()));
+}

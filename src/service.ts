@@ -1,0 +1,62 @@
+import type { Config } from "./config.js";
+import { openDatabase, type Database } from "./db/database.js";
+import { createAuthenticator } from "./http/auth.js";
+import { buildServer, type App } from "./http/server.js";
+import type { Logger } from "./logger.js";
+
+/** The running service: the one place that creates connections and wires the parts together. */
+export interface Service {
+  db: Database;
+  server: App;
+  /** Starts listening; resolves to the address. */
+  listen(): Promise<string>;
+  /** Stops taking new work, waits for work in flight, then closes the database. */
+  close(): Promise<void>;
+}
+
+export async function createService(config: Config, logger: Logger): Promise<Service> {
+  if (config.auth.disabled) {
+    logger.warn("AUTH IS DISABLED: every request is accepted as an admin. Never run like this outside development.", {
+      setting: "AUTH_DISABLED=true",
+    });
+  }
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  logger.info("database ready", { kind: db.kind, location: db.kind === "embedded" ? config.dataDir : redactUrl(config.databaseUrl) });
+  let server: App;
+  try {
+    server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth) });
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    db,
+    server,
+    async listen() {
+      return server.listen({ port: config.port, host: config.host });
+    },
+    close() {
+      closing ??= (async () => {
+        try {
+          await server.close();
+        } finally {
+          await db.close();
+        }
+      })();
+      return closing;
+    },
+  };
+}
+
+/** A connection string without its password, fit for a log line. */
+export function redactUrl(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== "") parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(unparseable)";
+  }
+}
