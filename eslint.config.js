@@ -17,4 +17,12 @@ export default tseslint.config(
       eqeqeq: ["error", "always", { null: "ignore" }],
     },
   },
+  {
+    // The environment is read in one place only (house style): src/config.ts.
+    files: ["src/**/*.ts", "workers/**/*.ts"],
+    ignores: ["src/config.ts"],
+    rules: {
+      "no-restricted-properties": ["error", { object: "process", property: "env", message: "read settings through src/config.ts" }],
+    },
+  },
 );

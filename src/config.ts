@@ -105,12 +105,6 @@ const envSchema = z.object({
   ),
   DATA_DIR: optionalText,
   DATABASE_POOL_SIZE: integer("DATABASE_POOL_SIZE", 1, 200).optional(),
-  JWT_SECRET: optionalText,
-  JWT_PUBLIC_KEY: optionalText,
-  JWT_USER_CLAIM: optionalText,
-  JWT_ISSUER: optionalText,
-  JWT_AUDIENCE: optionalText,
-  AUTH_DISABLED: booleanFlag("AUTH_DISABLED").optional(),
   DEFAULT_TIME_ZONE: optionalText.refine(
     (v) => v === undefined || isTimeZone(v),
     "DEFAULT_TIME_ZONE must be an IANA time zone such as Europe/Brussels",
@@ -131,18 +125,33 @@ const envSchema = z.object({
   ),
 });
 
+const authSchema = z.object({
+  JWT_SECRET: optionalText,
+  JWT_PUBLIC_KEY: optionalText,
+  JWT_USER_CLAIM: optionalText,
+  JWT_ISSUER: optionalText,
+  JWT_AUDIENCE: optionalText,
+  AUTH_DISABLED: booleanFlag("AUTH_DISABLED").optional(),
+});
+
 type Env = Record<string, string | undefined>;
 
+/** The process environment; the one place that reads it. */
+export function processEnvironment(): Env {
+  return process.env;
+}
+
 /** Reads and checks the environment; every problem is reported at once in a {@link ConfigError}. */
-export function loadConfig(env: Env = process.env): Config {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`));
-  }
-  const e = parsed.data;
+export function loadConfig(env: Env = processEnvironment()): Config {
   const problems: string[] = [];
-  const auth = readAuth(e, problems);
-  if (problems.length > 0 || auth === undefined) throw new ConfigError(problems);
+  const parsed = envSchema.safeParse(env);
+  const parsedAuth = authSchema.safeParse(env);
+  for (const result of [parsed, parsedAuth]) {
+    if (!result.success) problems.push(...result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`));
+  }
+  const auth = parsedAuth.success ? readAuth(parsedAuth.data, problems) : undefined;
+  if (!parsed.success || auth === undefined || problems.length > 0) throw new ConfigError(problems);
+  const e = parsed.data;
   return {
     port: e.PORT ?? 3000,
     host: e.HOST ?? "0.0.0.0",
@@ -162,7 +171,7 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
-function readAuth(e: z.infer<typeof envSchema>, problems: string[]): AuthConfig | undefined {
+function readAuth(e: z.infer<typeof authSchema>, problems: string[]): AuthConfig | undefined {
   const userClaim = e.JWT_USER_CLAIM ?? "sub";
   if (e.AUTH_DISABLED === true) return { disabled: true, userClaim };
   if (e.JWT_SECRET !== undefined && e.JWT_PUBLIC_KEY !== undefined) {

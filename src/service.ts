@@ -20,7 +20,12 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
       setting: "AUTH_DISABLED=true",
     });
   }
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolSize,
+    onWarning: (message) => logger.warn("database", { message }),
+  });
   logger.info("database ready", { kind: db.kind, location: db.kind === "embedded" ? config.dataDir : redactUrl(config.databaseUrl) });
   let server: App;
   try {

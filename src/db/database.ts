@@ -13,6 +13,8 @@ export interface DatabaseOptions {
   poolSize: number;
   /** Schema to work in (PostgreSQL only); default `public`. */
   schema?: string;
+  /** Where knex's own warnings go (a failed connection attempt, say); default: nowhere. */
+  onWarning?: (message: string) => void;
 }
 
 export interface Database {
@@ -36,6 +38,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return db;
 }
 
+function knexLog(onWarning: ((message: string) => void) | undefined): Knex.Config["log"] {
+  const report = (message: unknown) => onWarning?.(message instanceof Error ? message.message : String(message));
+  return { warn: report, error: report, deprecate: report, debug: () => {} };
+}
+
 function openPostgres(url: string, options: DatabaseOptions): Database {
   const knex = knexFactory({
     client: "pg",
@@ -43,6 +50,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     searchPath: options.schema !== undefined ? [options.schema] : undefined,
     pool: { min: 0, max: options.poolSize },
     acquireConnectionTimeout: 10_000,
+    log: knexLog(options.onWarning),
   });
   return wrap(knex, "postgres", async () => {});
 }
@@ -121,6 +129,7 @@ function lockDataDir(dir: string): () => void {
       if (Number.isInteger(owner) && owner > 0 && isRunning(owner)) {
         throw new Error(
           `DATA_DIR ${dir} is in use by process ${owner}; stop that process or choose another DATA_DIR (or set DATABASE_URL)`,
+          { cause: err },
         );
       }
       rmSync(lockFile, { force: true });

@@ -18,6 +18,7 @@ import type { Logger } from "../logger.js";
 import type { Authenticator, Principal } from "./auth.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
+import { schemaCompiler } from "./validation.js";
 
 /** Who may call a route: anyone, any holder of a valid token (and a tenant), or an admin. */
 export type Access = "public" | "user" | "admin";
@@ -58,8 +59,10 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
     genReqId: () => randomUUID(),
     // While closing, keep-alive requests are answered by our own hook with a problem body.
     return503OnClosing: false,
-    ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: "array", useDefaults: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(schemaCompiler());
+  // Only JSON bodies are accepted unless a route adds its own parser (NDJSON, CSV): text is a 415.
+  app.removeContentTypeParser("text/plain");
 
   app.decorateRequest("principal", undefined);
   app.decorateRequest("tenant", undefined);
@@ -177,11 +180,13 @@ function fromHttpError(err: FastifyError | Error): ProblemError {
   if (err instanceof ProblemError) return err;
   const fe = err as FastifyError;
   if (fe.validation !== undefined) {
-    const errors: ProblemDetail[] = fe.validation.map((v) => ({
-      path: `${fe.validationContext ?? "body"}${v.instancePath.replace(/\//g, ".")}`,
-      message: v.message ?? "is not valid",
-      ...(v.params !== undefined ? { params: v.params } : {}),
-    }));
+    const errors: ProblemDetail[] = fe.validation.map((v) => {
+      const extra = typeof v.params.additionalProperty === "string" ? `/${v.params.additionalProperty}` : "";
+      return {
+        path: `${fe.validationContext ?? "body"}${(v.instancePath + extra).replace(/\//g, ".")}`,
+        message: extra !== "" ? "is not a known property" : (v.message ?? "is not valid"),
+      };
+    });
     return new ProblemError("INVALID_REQUEST", `the request ${fe.validationContext ?? "body"} is not valid: ${errors[0]?.path} ${errors[0]?.message}`, {
       errors,
     });
@@ -211,14 +216,11 @@ function describeFastifyError(fe: FastifyError): string {
 }
 
 function sendProblem(problem: ProblemError, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {
-  if (problem.status >= 500) {
-    const cause = problem.cause instanceof Error ? problem.cause : undefined;
-    logger.error("request failed", {
-      requestId: request.id,
-      code: problem.code,
-      error: cause?.message ?? problem.message,
-      stack: cause?.stack,
-    });
+  const cause = problem.cause instanceof Error ? problem.cause : undefined;
+  if (problem.code === "INTERNAL_ERROR") {
+    logger.error("request failed", { requestId: request.id, code: problem.code, error: cause?.message, stack: cause?.stack });
+  } else if (problem.status >= 500) {
+    logger.warn("request failed", { requestId: request.id, code: problem.code, error: cause?.message ?? problem.message });
   }
   return reply.status(problem.status).type("application/problem+json").send(JSON.stringify(problem.toProblem()));
 }

@@ -1,0 +1,69 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { SignJWT } from "jose";
+import { ConfigError, loadConfig, processEnvironment } from "./config.js";
+import { DEMO_TENANT, seedDemo } from "./demo/seed.js";
+import { createLogger } from "./logger.js";
+import { exitOnStartFailure, runService } from "./run.js";
+
+/**
+ * The newcomer's entry point: the production server, plus what a first run needs. When no JWT
+ * key is configured, a development secret is made once and kept in DATA_DIR; demo data is
+ * seeded into the tenant `demo`; an admin token and a working request are printed.
+ */
+async function demo(): Promise<void> {
+  const env = { ...processEnvironment() };
+  const dataDir = env.DATA_DIR ?? "./data";
+  const keyConfigured = [env.JWT_SECRET, env.JWT_PUBLIC_KEY].some((v) => v !== undefined && v.trim() !== "") || env.AUTH_DISABLED === "true";
+  if (!keyConfigured) env.JWT_SECRET = developmentSecret(dataDir);
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  await runService(config, logger, async (service) => {
+    const seeded = await seedDemo(service.db.knex);
+    logger.info("demo data ready", { tenant: DEMO_TENANT, ...seeded });
+    const base = `http://localhost:${config.port}`;
+    const lines = [`\nThe service runs on ${base} (OpenAPI description: ${base}/openapi.json).`];
+    if (config.auth.disabled === false && config.auth.key.kind === "secret") {
+      const token = await new SignJWT({ roles: ["admin"] })
+        .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+        .setSubject("demo-admin")
+        .setIssuedAt()
+        .setExpirationTime("12h")
+        .sign(config.auth.key.secret);
+      lines.push(
+        "An admin token for the next 12 hours:",
+        `  export TOKEN=${token}`,
+        "Try:",
+        `  curl -s '${base}/graph/entities?type=AccessPoint' -H "Authorization: Bearer $TOKEN" -H 'X-TENANT-ID: ${DEMO_TENANT}'`,
+      );
+    } else {
+      lines.push("Try:", `  curl -s '${base}/health'`);
+    }
+    process.stdout.write(`${lines.join("\n")}\n\n`);
+  });
+}
+
+/** A random HS256 secret made on the first demo run and kept (owner-only) beside the embedded database. */
+function developmentSecret(dataDir: string): string {
+  const file = join(dataDir, "dev-jwt-secret");
+  try {
+    return readFileSync(file, "utf8").trim();
+  } catch {
+    mkdirSync(dataDir, { recursive: true });
+    const secret = randomBytes(48).toString("base64url");
+    writeFileSync(file, secret, { mode: 0o600 });
+    return secret;
+  }
+}
+
+demo().catch(exitOnStartFailure);

@@ -1,0 +1,25 @@
+import { Ajv, type ValidateFunction } from "ajv";
+import ajvFormats from "ajv-formats";
+import type { FastifySchemaCompiler } from "fastify";
+
+// ajv-formats is CommonJS; its plugin is also exported as `default` of module.exports.
+const addFormats = ajvFormats.default;
+
+function createAjv(coerceTypes: boolean | "array"): Ajv {
+  const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: true, coerceTypes, strict: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+/**
+ * Two validators: JSON bodies are checked as sent (a `5` is not a `"5"`), while the query string,
+ * path parameters and headers, which are text by nature, are coerced to the declared types.
+ */
+export function schemaCompiler(): FastifySchemaCompiler<unknown> {
+  const strict = createAjv(false);
+  const coercing = createAjv("array");
+  return ({ schema, httpPart }) => {
+    const validate: ValidateFunction = (httpPart === "body" ? strict : coercing).compile(schema as object);
+    return (data: unknown) => (validate(data) ? { value: data } : { error: Object.assign(new Error("validation failed"), { validation: validate.errors }) });
+  };
+}

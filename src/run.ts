@@ -1,0 +1,49 @@
+import type { Config } from "./config.js";
+import type { Logger } from "./logger.js";
+import { createService, type Service } from "./service.js";
+
+/**
+ * Starts the service and stops it cleanly on SIGTERM or SIGINT: no new work is taken, work in
+ * flight finishes, the database closes, the process exits 0 (1 when the shutdown deadline passes).
+ * Signals are handled from the first moment, so a stop during start-up still closes the database.
+ */
+export async function runService(config: Config, logger: Logger, afterStart?: (service: Service) => Promise<void>): Promise<void> {
+  const state: { starting?: Promise<Service>; stopping: boolean } = { stopping: false };
+  const stop = (signal: NodeJS.Signals) => {
+    if (state.stopping) return;
+    state.stopping = true;
+    logger.info("shutting down: no new work is taken, work in flight is finished", { signal });
+    const deadline = setTimeout(() => {
+      logger.error("shutdown timed out; exiting with work still in flight", { timeoutMs: config.shutdownTimeoutMs });
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    deadline.unref();
+    (state.starting ?? Promise.reject(new Error("not started")))
+      .then((service) => service.close())
+      .then(
+        () => {
+          logger.info("stopped", { signal });
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error("shutdown failed", { error: err instanceof Error ? err.message : String(err) });
+          process.exit(1);
+        },
+      );
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+
+  state.starting = createService(config, logger);
+  const service = await state.starting;
+  if (state.stopping) return;
+  const address = await service.listen();
+  logger.info("listening", { address, port: config.port });
+  await afterStart?.(service);
+}
+
+/** Reports a start-up failure on stderr and exits: 2 for a configuration problem, 1 otherwise. */
+export function exitOnStartFailure(err: unknown): never {
+  process.stderr.write(`failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,102 @@
+import { expect } from "chai";
+import { ConfigError, loadConfig } from "../src/config.js";
+import { ecKeyPair, rsaKeyPair } from "./support/tokens.js";
+
+const SECRET = "a-secret-of-at-least-thirty-two-bytes!!";
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).to.be.instanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  expect.fail("loadConfig accepted the environment");
+}
+
+describe("configuration", () => {
+  it("gives the documented defaults when only a secret is set", () => {
+    const config = loadConfig({ JWT_SECRET: SECRET });
+    expect(config.port).to.equal(3000);
+    expect(config.databaseUrl).to.equal(undefined);
+    expect(config.dataDir).to.equal("./data");
+    expect(config.defaultTimeZone).to.equal("Europe/Brussels");
+    expect(config.camundaUrl).to.equal(undefined);
+    expect(config.zeebeAddress).to.equal(undefined);
+    expect(config.queryTimeoutMs).to.equal(5000);
+    expect(config.transformTimeoutMs).to.equal(2000);
+    expect(config.auth).to.include({ disabled: false, userClaim: "sub" });
+  });
+
+  it("reads every variable it knows", () => {
+    const config = loadConfig({
+      PORT: "8081",
+      DATABASE_URL: "postgres://postgres@127.0.0.1:5432/test",
+      DATA_DIR: "/var/lib/x",
+      JWT_SECRET: SECRET,
+      JWT_USER_CLAIM: "preferred_username",
+      CAMUNDA_URL: "http://localhost:8080/engine-rest",
+      ZEEBE_ADDRESS: "localhost:26500",
+      DEFAULT_TIME_ZONE: "America/New_York",
+      LOG_LEVEL: "debug",
+    });
+    expect(config).to.deep.include({
+      port: 8081,
+      databaseUrl: "postgres://postgres@127.0.0.1:5432/test",
+      dataDir: "/var/lib/x",
+      camundaUrl: "http://localhost:8080/engine-rest",
+      zeebeAddress: "localhost:26500",
+      defaultTimeZone: "America/New_York",
+      logLevel: "debug",
+    });
+    expect(config.auth.userClaim).to.equal("preferred_username");
+  });
+
+  it("refuses PORT=abc naming the variable", () => {
+    expect(problemsOf({ JWT_SECRET: SECRET, PORT: "abc" })).to.deep.equal(["PORT: PORT must be a whole number"]);
+  });
+
+  it("refuses a port out of range", () => {
+    expect(problemsOf({ JWT_SECRET: SECRET, PORT: "70000" })).to.deep.equal(["PORT: PORT must be between 0 and 65535"]);
+  });
+
+  it("refuses a DATABASE_URL that is not a PostgreSQL URL", () => {
+    expect(problemsOf({ JWT_SECRET: SECRET, DATABASE_URL: "not a url" })[0]).to.match(/^DATABASE_URL: DATABASE_URL must be a URL/);
+    expect(problemsOf({ JWT_SECRET: SECRET, DATABASE_URL: "mysql://localhost/db" })[0]).to.match(/^DATABASE_URL:/);
+  });
+
+  it("refuses to start with auth on but neither JWT_SECRET nor JWT_PUBLIC_KEY", () => {
+    expect(problemsOf({})).to.deep.equal([
+      "neither JWT_SECRET nor JWT_PUBLIC_KEY is set; set one, or AUTH_DISABLED=true for development only",
+    ]);
+  });
+
+  it("accepts no key when AUTH_DISABLED=true", () => {
+    expect(loadConfig({ AUTH_DISABLED: "true" }).auth.disabled).to.equal(true);
+  });
+
+  it("refuses both keys at once, a short secret, and a key that is not PEM", () => {
+    const { publicPem } = rsaKeyPair();
+    expect(problemsOf({ JWT_SECRET: SECRET, JWT_PUBLIC_KEY: publicPem })[0]).to.match(/both set/);
+    expect(problemsOf({ JWT_SECRET: "short" })[0]).to.match(/at least 32 bytes/);
+    expect(problemsOf({ JWT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----" })[0]).to.match(/not a PEM public key/);
+  });
+
+  it("picks RS256 for an RSA key and ES256 for a P-256 key, with escaped line breaks too", () => {
+    const rsa = loadConfig({ JWT_PUBLIC_KEY: rsaKeyPair().publicPem }).auth;
+    const ec = loadConfig({ JWT_PUBLIC_KEY: ecKeyPair().publicPem.replace(/\n/g, "\\n") }).auth;
+    expect(rsa.disabled === false && rsa.key.kind === "public" && rsa.key.algorithm).to.equal("RS256");
+    expect(ec.disabled === false && ec.key.kind === "public" && ec.key.algorithm).to.equal("ES256");
+  });
+
+  it("refuses an unknown time zone, a bad Zeebe address, a bad Camunda URL and a bad log level, all at once", () => {
+    const problems = problemsOf({
+      JWT_SECRET: SECRET,
+      DEFAULT_TIME_ZONE: "Mars/Olympus",
+      ZEEBE_ADDRESS: "no-port",
+      CAMUNDA_URL: "ftp://x",
+      LOG_LEVEL: "loud",
+    });
+    expect(problems.map((p) => p.split(":")[0])).to.have.members(["DEFAULT_TIME_ZONE", "ZEEBE_ADDRESS", "CAMUNDA_URL", "LOG_LEVEL"]);
+  });
+});

@@ -1,0 +1,138 @@
+import { request } from "node:http";
+import { connect } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect } from "chai";
+import { openDatabase } from "../src/db/database.js";
+import { TEST_DATABASE_URL } from "./support/backends.js";
+import { freePort, startNode, type RunningProcess } from "./support/process.js";
+import { adminToken, TEST_JWT_SECRET } from "./support/tokens.js";
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => (socket.destroy(), resolve(true)));
+    socket.once("error", () => resolve(false));
+  });
+}
+
+for (const backend of ["embedded", "postgres"] as const) {
+  describe(`the server process [${backend}]`, function () {
+    this.timeout(60_000);
+    let dir: string;
+    let server: RunningProcess | undefined;
+    let port: number;
+
+    beforeEach(async () => {
+      dir = mkdtempSync(join(tmpdir(), "server-"));
+      port = await freePort();
+      const env: Record<string, string> = { PORT: String(port), DATA_DIR: dir, JWT_SECRET: TEST_JWT_SECRET, HOST: "127.0.0.1" };
+      if (backend === "postgres") env.DATABASE_URL = TEST_DATABASE_URL;
+      server = startNode("dist/src/main.js", env);
+      await server.waitFor(/"message":"listening"/);
+    });
+    afterEach(() => {
+      server?.kill();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("answers /health", async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/health`);
+      expect(res.status).to.equal(200);
+      expect(await res.json()).to.deep.equal({ status: "ok", database: { kind: backend, status: "ok" } });
+    });
+
+    it("on SIGTERM stops taking connections, finishes the request in flight, closes the database and exits 0", async () => {
+      const tenant = `shutdown-${port}`;
+      const body = JSON.stringify({ entities: [{ type: "Shutdown", key: "in-flight", attributes: { n: 1 } }] });
+      const half = Math.floor(body.length / 2);
+      const token = await adminToken();
+      let finish: () => void = () => {};
+      const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request(
+          {
+            host: "127.0.0.1",
+            port,
+            method: "POST",
+            path: "/graph/entities",
+            headers: {
+              authorization: `Bearer ${token}`,
+              "x-tenant-id": tenant,
+              "content-type": "application/json",
+              "content-length": Buffer.byteLength(body),
+            },
+          },
+          (res) => {
+            let text = "";
+            res.on("data", (c: Buffer) => (text += c.toString()));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+          },
+        );
+        req.on("error", reject);
+        req.write(body.slice(0, half));
+        // The rest follows after the signal (below).
+        finish = () => req.end(body.slice(half));
+      });
+      await new Promise((r) => setTimeout(r, 200));
+
+      server!.child.kill("SIGTERM");
+      await server!.waitFor(/shutting down/);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await canConnect(port)).to.equal(false);
+
+      finish();
+      const answered = await response;
+      expect(answered.status, answered.body).to.equal(200);
+      expect(await server!.exited).to.equal(0);
+      await server!.waitFor(/"message":"stopped"/);
+
+      const db = await openDatabase({ databaseUrl: backend === "postgres" ? TEST_DATABASE_URL : undefined, dataDir: dir, poolSize: 1 });
+      try {
+        const rows: { key: string }[] = await db.knex("entities").where({ tenant }).select("key");
+        expect(rows).to.deep.equal([{ key: "in-flight" }]);
+      } finally {
+        await db.close();
+      }
+    });
+  });
+}
+
+describe("the server process without configuration", function () {
+  this.timeout(30_000);
+  it("refuses to start with a clear message and exit code 2", async () => {
+    const server = startNode("dist/src/main.js", { PORT: "abc" });
+    expect(await server.exited).to.equal(2);
+    expect(server.lines.join("\n")).to.contain("PORT: PORT must be a whole number");
+    expect(server.lines.join("\n")).to.contain("neither JWT_SECRET nor JWT_PUBLIC_KEY is set");
+  });
+});
+
+describe("the demo command", function () {
+  this.timeout(60_000);
+  it("starts on the embedded database with no environment, seeds demo data and prints a request that works", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "demo-"));
+    const port = await freePort();
+    const demo = startNode("dist/src/demo.js", { DATA_DIR: dir, PORT: String(port), HOST: "127.0.0.1" });
+    try {
+      const tokenLine = await demo.waitFor(/export TOKEN=/);
+      const curlLine = await demo.waitFor(/curl -s/);
+      const token = tokenLine.replace(/.*TOKEN=/, "").trim();
+      const url = /'(http:[^']+)'/.exec(curlLine)?.[1];
+      expect(url).to.equal(`http://localhost:${port}/graph/entities?type=AccessPoint`);
+      const res = await fetch(url!.replace("localhost", "127.0.0.1"), { headers: { authorization: `Bearer ${token}`, "x-tenant-id": "demo" } });
+      expect(res.status).to.equal(200);
+      const body = (await res.json()) as { entities: { key: string; accessPointType: string }[] };
+      expect(body.entities.map((e) => [e.key, e.accessPointType])).to.deep.equal([
+        ["541448820000000011", "ELECTRICITY"],
+        ["541448820000000028", "GAS"],
+        ["541448820000000035", "ELECTRICITY"],
+      ]);
+      demo.child.kill("SIGTERM");
+      expect(await demo.exited).to.equal(0);
+    } finally {
+      demo.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,33 @@
+import Transport from "winston-transport";
+import { loadConfig, type Config } from "../../src/config.js";
+import type { Database } from "../../src/db/database.js";
+import { createAuthenticator } from "../../src/http/auth.js";
+import { buildServer, type App } from "../../src/http/server.js";
+import { createLogger, type Logger } from "../../src/logger.js";
+import { TEST_JWT_SECRET } from "./tokens.js";
+
+/** Keeps every log entry in memory, so tests can read what was logged. */
+export class MemoryTransport extends Transport {
+  readonly entries: Record<string, unknown>[] = [];
+  override log(info: Record<string, unknown>, next: () => void): void {
+    this.entries.push(info);
+    next();
+  }
+}
+
+export interface TestServer {
+  app: App;
+  config: Config;
+  logs: MemoryTransport;
+  logger: Logger;
+}
+
+/** A server on an open test database, configured as from the environment `env` (HS256 by default). */
+export async function testServer(db: Database, env: Record<string, string> = {}): Promise<TestServer> {
+  const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: "info", ...env });
+  const logs = new MemoryTransport();
+  const logger = createLogger(config.logLevel, [logs]);
+  const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth) });
+  await app.ready();
+  return { app, config, logs, logger };
+}
