@@ -5,20 +5,36 @@ import { createLinks, type LinkInput } from "../graph/links.js";
 export const DEMO_TENANT = "demo";
 
 /**
- * A small energy-contract graph in the shape of the specification's example: a tenant with an
- * index set of agreements; each agreement has a product, the product an arrangement, the
- * arrangement access points. Upserted, so seeding twice changes nothing.
+ * The specification's example walk: tenant → index set → agreement → agreement product →
+ * arrangement → access point relation → access point; 7 entities and 6 links, 13 relations.
  */
-export async function seedDemo(knex: Knex, tenant = DEMO_TENANT): Promise<{ entities: number; links: number }> {
+export const EXAMPLE_QUERY = `# access points of one agreement, found by its public id, in this tenant
+Tenant ?tenant; entity:key \${tenantId}; link:hasIndexSet IndexSet:?indexSet.
+Agreement ?agreement; attribute:publicId \${publicId}; link:inIndexSet ?indexSet; link:hasProduct AgreementProduct:?product.
+AgreementProduct ?product; link:hasArrangement Arrangement:?arrangement.
+Arrangement ?arrangement; link:hasAccessPointRelation AccessPointRelation:?relation.
+AccessPointRelation ?relation; link:accessPoint AccessPoint:?accessPoint.
+`;
+
+export interface ExampleAgreement {
+  publicId: string;
+  /** EAN code and type of each access point. */
+  accessPoints: [string, string][];
+}
+
+export const DEMO_AGREEMENTS: ExampleAgreement[] = [
+  { publicId: "AGR-1001", accessPoints: [["541448820000000011", "ELECTRICITY"], ["541448820000000028", "GAS"]] },
+  { publicId: "AGR-1002", accessPoints: [["541448820000000035", "ELECTRICITY"]] },
+];
+
+/** The entities and links of the example graph for one tenant, in the shape EXAMPLE_QUERY walks. */
+export function exampleGraph(tenant: string, agreements: ExampleAgreement[]): { entities: EntityInput[]; links: LinkInput[] } {
   const entities: EntityInput[] = [
-    { type: "Tenant", key: tenant, attributes: { name: "Demo Energy" } },
+    { type: "Tenant", key: tenant, attributes: { name: `Tenant ${tenant}` } },
     { type: "IndexSet", key: "AGREEMENTS", attributes: { name: "Agreements" } },
   ];
   const links: LinkInput[] = [{ from: { type: "Tenant", key: tenant }, relation: "hasIndexSet", to: { type: "IndexSet", key: "AGREEMENTS" } }];
-  const agreements = [
-    { publicId: "AGR-1001", points: [["541448820000000011", "ELECTRICITY"], ["541448820000000028", "GAS"]] },
-    { publicId: "AGR-1002", points: [["541448820000000035", "ELECTRICITY"]] },
-  ] as const;
+  const ref = (type: string, key: string) => ({ type, key });
   for (const agreement of agreements) {
     const a = agreement.publicId;
     entities.push(
@@ -27,15 +43,27 @@ export async function seedDemo(knex: Knex, tenant = DEMO_TENANT): Promise<{ enti
       { type: "Arrangement", key: `${a}-ARR`, attributes: { startDate: "2024-01-01" } },
     );
     links.push(
-      { from: { type: "Agreement", key: a }, relation: "inIndexSet", to: { type: "IndexSet", key: "AGREEMENTS" } },
-      { from: { type: "Agreement", key: a }, relation: "hasProduct", to: { type: "AgreementProduct", key: `${a}-P` } },
-      { from: { type: "AgreementProduct", key: `${a}-P` }, relation: "hasArrangement", to: { type: "Arrangement", key: `${a}-ARR` } },
+      { from: ref("Agreement", a), relation: "inIndexSet", to: ref("IndexSet", "AGREEMENTS") },
+      { from: ref("Agreement", a), relation: "hasProduct", to: ref("AgreementProduct", `${a}-P`) },
+      { from: ref("AgreementProduct", `${a}-P`), relation: "hasArrangement", to: ref("Arrangement", `${a}-ARR`) },
     );
-    for (const [ean, kind] of agreement.points) {
-      entities.push({ type: "AccessPoint", key: ean, attributes: { externalId: ean, publicId: `AP-${ean.slice(-4)}`, accessPointType: kind } });
-      links.push({ from: { type: "Arrangement", key: `${a}-ARR` }, relation: "hasAccessPoint", to: { type: "AccessPoint", key: ean } });
+    for (const [ean, kind] of agreement.accessPoints) {
+      entities.push(
+        { type: "AccessPointRelation", key: `${a}-${ean}`, attributes: { role: "SUPPLY" } },
+        { type: "AccessPoint", key: ean, attributes: { externalId: ean, publicId: `AP-${ean.slice(-4)}`, accessPointType: kind } },
+      );
+      links.push(
+        { from: ref("Arrangement", `${a}-ARR`), relation: "hasAccessPointRelation", to: ref("AccessPointRelation", `${a}-${ean}`) },
+        { from: ref("AccessPointRelation", `${a}-${ean}`), relation: "accessPoint", to: ref("AccessPoint", ean) },
+      );
     }
   }
+  return { entities, links };
+}
+
+/** Seeds the demo graph; upserted, so seeding twice changes nothing. */
+export async function seedDemo(knex: Knex, tenant = DEMO_TENANT): Promise<{ entities: number; links: number }> {
+  const { entities, links } = exampleGraph(tenant, DEMO_AGREEMENTS);
   await upsertEntities(knex, tenant, entities);
   await createLinks(knex, tenant, links);
   return { entities: entities.length, links: links.length };

@@ -16,7 +16,9 @@ export interface EntityRow {
 export const RESERVED_ATTRIBUTES = new Set(["id", "type", "key"]);
 
 export function entityJson(row: EntityRow): EntityJson {
-  return { ...row.attributes, id: row.id, type: row.type, key: row.key };
+  const json: EntityJson = { id: row.id, type: row.type, key: row.key };
+  for (const [name, value] of Object.entries(row.attributes)) if (!RESERVED_ATTRIBUTES.has(name)) json[name] = value;
+  return json;
 }
 
 /** Names what is wrong with an attributes object, or returns undefined when it is acceptable. */
