@@ -1,0 +1,167 @@
+import { expect } from "chai";
+import { EXAMPLE_QUERY, exampleGraph, type ExampleAgreement } from "../../src/demo/seed.js";
+import { ProblemError } from "../../src/errors.js";
+import { upsertEntities } from "../../src/graph/entities.js";
+import { createLinks } from "../../src/graph/links.js";
+import { compileQuery } from "../../src/graph/query/compiler.js";
+import { executeQuery, type QueryOutput } from "../../src/graph/query/execute.js";
+import { parseQuery } from "../../src/graph/query/parser.js";
+import { describeEachBackend, type BackendContext } from "../support/backends.js";
+
+const LIMITS = { timeoutMs: 5000, maxRows: 1000 };
+
+async function seed(ctx: BackendContext, tenant: string, agreements: ExampleAgreement[]) {
+  const { entities, links } = exampleGraph(tenant, agreements);
+  await upsertEntities(ctx.db.knex, tenant, entities);
+  await createLinks(ctx.db.knex, tenant, links);
+}
+
+function run(ctx: BackendContext, source: string, params: Record<string, unknown> = {}, tenant = ctx.tenant, limits = LIMITS): Promise<QueryOutput> {
+  return executeQuery(ctx.db.knex, compileQuery(parseQuery(source)), tenant, params, limits);
+}
+
+async function failure(promise: Promise<unknown>): Promise<ProblemError> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).to.be.instanceOf(ProblemError);
+    return err as ProblemError;
+  }
+  expect.fail("no error");
+}
+
+const keys = (entities: unknown[] | undefined) => (entities ?? []).map((e) => (e as { key: string }).key);
+
+describeEachBackend("graph queries", (ctx) => {
+  const agreementsA: ExampleAgreement[] = [
+    { publicId: "AGR-1", accessPoints: [["EAN-11", "ELECTRICITY"], ["EAN-12", "GAS"], ["EAN-13", "WATER"]] },
+    { publicId: "AGR-2", accessPoints: [["EAN-21", "ELECTRICITY"]] },
+    { publicId: "AGR-3", accessPoints: [] },
+  ];
+  // The other tenant holds the same agreement ids with other access points.
+  const agreementsB: ExampleAgreement[] = [{ publicId: "AGR-1", accessPoints: [["EAN-B1", "GAS"]] }];
+
+  it("walks the specification's example to exactly the agreement's access points", async () => {
+    await seed(ctx, ctx.tenant, agreementsA);
+    await seed(ctx, `${ctx.tenant}-b`, agreementsB);
+    const output = await run(ctx, EXAMPLE_QUERY, { tenantId: ctx.tenant, publicId: "AGR-1" });
+    expect(Object.keys(output)).to.deep.equal(["tenant", "indexSet", "agreement", "product", "arrangement", "relation", "accessPoint"]);
+    expect(keys(output.accessPoint)).to.deep.equal(["EAN-11", "EAN-12", "EAN-13"]);
+    expect(output.accessPoint?.[1]).to.deep.include({ type: "AccessPoint", key: "EAN-12", externalId: "EAN-12", publicId: "AP-N-12", accessPointType: "GAS" });
+    expect(keys(output.agreement)).to.deep.equal(["AGR-1"]);
+    expect(keys(output.product)).to.deep.equal(["AGR-1-P"]);
+    expect(keys(output.relation)).to.deep.equal(["AGR-1-EAN-11", "AGR-1-EAN-12", "AGR-1-EAN-13"]);
+    expect(keys(output.tenant)).to.deep.equal([ctx.tenant]);
+
+    const other = await run(ctx, EXAMPLE_QUERY, { tenantId: `${ctx.tenant}-b`, publicId: "AGR-1" }, `${ctx.tenant}-b`);
+    expect(keys(other.accessPoint)).to.deep.equal(["EAN-B1"]);
+  });
+
+  it("never mixes tenants: the tenant parameter of another tenant finds nothing", async () => {
+    await seed(ctx, ctx.tenant, agreementsA);
+    await seed(ctx, `${ctx.tenant}-b`, agreementsB);
+    const output = await run(ctx, EXAMPLE_QUERY, { tenantId: `${ctx.tenant}-b`, publicId: "AGR-1" });
+    expect(Object.values(output).every((list) => list.length === 0)).to.equal(true);
+  });
+
+  it("answers no match with an empty array for every label", async () => {
+    await seed(ctx, ctx.tenant, agreementsA);
+    const none = await run(ctx, EXAMPLE_QUERY, { tenantId: ctx.tenant, publicId: "AGR-404" });
+    expect(none).to.deep.equal({ tenant: [], indexSet: [], agreement: [], product: [], arrangement: [], relation: [], accessPoint: [] });
+    const agreementWithoutPoints = await run(ctx, EXAMPLE_QUERY, { tenantId: ctx.tenant, publicId: "AGR-3" });
+    expect(agreementWithoutPoints.agreement).to.deep.equal([]);
+  });
+
+  it("returns the distinct entities of each label in the order of the match rows", async () => {
+    await seed(ctx, ctx.tenant, agreementsA);
+    const output = await run(
+      ctx,
+      `Agreement ?a; link:hasProduct AgreementProduct:?p.
+       AgreementProduct ?p; link:hasArrangement Arrangement:?r.
+       Arrangement ?r; link:hasAccessPointRelation AccessPointRelation:?rel.
+       AccessPointRelation ?rel; link:accessPoint AccessPoint:?ap.`,
+    );
+    expect(keys(output.a)).to.deep.equal(["AGR-1", "AGR-2"]);
+    expect(keys(output.ap)).to.deep.equal(["EAN-11", "EAN-12", "EAN-13", "EAN-21"]);
+  });
+
+  it("follows a link backwards to a label bound in another statement", async () => {
+    await seed(ctx, ctx.tenant, agreementsA);
+    const output = await run(ctx, `AccessPoint ?ap; entity:key "EAN-21". AccessPointRelation ?rel; link:accessPoint ?ap. Arrangement ?r; link:hasAccessPointRelation ?rel.`);
+    expect(keys(output.r)).to.deep.equal(["AGR-2-ARR"]);
+  });
+
+  it("matches attributes by equality, by array membership, by number and by boolean", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Meter", key: "m1", attributes: { tags: ["smart", "indoor"], phases: 3, active: true } },
+      { type: "Meter", key: "m2", attributes: { tags: "smart", phases: 1, active: false } },
+      { type: "Meter", key: "m3", attributes: { tags: ["dumb"], phases: "3", active: true } },
+    ]);
+    expect(keys((await run(ctx, `Meter ?m; attribute:tags "smart".`)).m)).to.deep.equal(["m1", "m2"]);
+    expect(keys((await run(ctx, `Meter ?m; attribute:phases 3.`)).m)).to.deep.equal(["m1"]);
+    expect(keys((await run(ctx, `Meter ?m; attribute:phases "3".`)).m)).to.deep.equal(["m3"]);
+    expect(keys((await run(ctx, `Meter ?m; attribute:active true; attribute:tags "smart".`)).m)).to.deep.equal(["m1"]);
+    expect(keys((await run(ctx, `Meter ?m; attribute:active \${on}.`, { on: false })).m)).to.deep.equal(["m2"]);
+  });
+
+  it("joins on value labels and on an entity label used as a value", async () => {
+    const [owner] = await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "Person", key: "p1", attributes: { region: "north" } }]);
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Site", key: "s1", attributes: { region: "north", ownerId: owner!.id } },
+      { type: "Site", key: "s2", attributes: { region: "south", ownerId: "someone-else" } },
+      { type: "Site", key: "s3", attributes: { region: "north" } },
+    ]);
+    const byValue = await run(ctx, `Person ?p; attribute:region ?region. Site ?s; attribute:region ?region.`);
+    expect(keys(byValue.s)).to.deep.equal(["s1", "s3"]);
+    expect(byValue.region).to.deep.equal(["north"]);
+    const byOwner = await run(ctx, `Person ?p; entity:key "p1". Site ?s; attribute:ownerId ?p.`);
+    expect(keys(byOwner.s)).to.deep.equal(["s1"]);
+  });
+
+  it("matches parameters holding quotes, %, SQL and unicode literally", async () => {
+    const strange = [`O'Brien`, `100%`, `'; drop table entities; --`, `日本 ✓ "q"`, `a_b`];
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      ...strange.map((key) => ({ type: "Odd", key, attributes: { label: key } })),
+      { type: "Odd", key: "100", attributes: { label: "100" } },
+      { type: "Odd", key: "axb", attributes: { label: "axb" } },
+    ]);
+    for (const value of strange) {
+      expect(keys((await run(ctx, `Odd ?o; entity:key \${v}.`, { v: value })).o)).to.deep.equal([value]);
+      expect(keys((await run(ctx, `Odd ?o; attribute:label \${v}.`, { v: value })).o)).to.deep.equal([value]);
+    }
+    expect(keys((await run(ctx, `Odd ?o; entity:key "EAN-\${v}".`, { v: "x" })).o)).to.deep.equal([]);
+    const { rows } = (await ctx.db.knex.raw("select count(*)::int as n from entities where tenant = ?", [ctx.tenant])) as { rows: { n: number }[] };
+    expect(rows[0]?.n).to.equal(7);
+  });
+
+  it("builds a string from a template of parameters", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "AccessPoint", key: "EAN-541-x" }]);
+    expect(keys((await run(ctx, `AccessPoint ?ap; entity:key "EAN-\${a}-\${b}".`, { a: 541, b: "x" })).ap)).to.deep.equal(["EAN-541-x"]);
+  });
+
+  it("refuses a missing parameter or one that is not a scalar", async () => {
+    const missing = await failure(run(ctx, EXAMPLE_QUERY, { tenantId: ctx.tenant }));
+    expect(missing.code).to.equal("INVALID_QUERY_PARAMETERS");
+    expect(missing.message).to.contain("${publicId}");
+    const object = await failure(run(ctx, EXAMPLE_QUERY, { tenantId: ctx.tenant, publicId: { $ne: 1 } }));
+    expect(object.code).to.equal("INVALID_QUERY_PARAMETERS");
+  });
+
+  it("stops a query that matches more rows than allowed with a clear error", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 30 }, (_, i) => ({ type: "Row", key: `r${i}` })));
+    const error = await failure(run(ctx, `Row ?a. Row ?b.`, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 500 }));
+    expect(error.status).to.equal(422);
+    expect(error.message).to.equal("the graph query matched more than 500 rows (QUERY_MAX_ROWS); narrow it down");
+    expect(keys((await run(ctx, `Row ?a. Row ?b.`, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 900 })).a)).to.have.length(30);
+  });
+
+  // PGlite runs a statement on the main thread in WebAssembly and cannot interrupt it, so the
+  // time limit is PostgreSQL's statement_timeout and holds on the real database only (README).
+  if (ctx.name === "postgres") it("stops a query that runs past the time limit with a clear error", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 400 }, (_, i) => ({ type: "Row", key: `r${i}` })));
+    const error = await failure(run(ctx, `Row ?a. Row ?b. Row ?c.`, {}, ctx.tenant, { timeoutMs: 200, maxRows: 5_000_000 }));
+    expect(error.status).to.equal(422);
+    expect(error.code).to.equal("TRANSFORM_FAILED");
+    expect(error.message).to.match(/longer than 200 ms/);
+  });
+});
