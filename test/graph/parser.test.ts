@@ -189,8 +189,8 @@ describe("graph query parser under fuzzing", function () {
     } catch (err) {
       if (!(err instanceof QuerySyntaxError)) throw err;
       const detail = err.errors?.[0];
-      if (detail === undefined || !(detail.line! >= 1) || !(detail.column! >= 1)) throw new Error(`no position for ${JSON.stringify(source)}`);
-      if (typeof detail.found !== "string" || typeof detail.expected !== "string") throw new Error("found/expected missing");
+      if (detail === undefined || !(detail.line! >= 1) || !(detail.column! >= 1)) throw new Error(`no position for ${JSON.stringify(source)}`, { cause: err });
+      if (typeof detail.found !== "string" || typeof detail.expected !== "string") throw new Error("found/expected missing", { cause: err });
     }
   };
 

@@ -62,7 +62,9 @@ const SELECTIVITY_ATTRIBUTE = 100;
  * The joins are written in the order the compiler chooses: from the most selective entity (one
  * with `entity:key`, then the most constant attributes) outward along the links, always to the
  * most selective neighbour next. PostgreSQL reorders at most `join_collapse_limit` (8) relations
- * by itself, and a walk over six entities already has eleven.
+ * by itself, and a walk over six entities already has eleven. A neighbour with constants of its
+ * own is looked up by them (key or GIN index) and its link checked; one without is reached
+ * through the link.
  */
 export function compileQuery(query: Query): CompiledQuery {
   const entities = new Map<string, EntityLabel>();
@@ -132,7 +134,7 @@ export function compileQuery(query: Query): CompiledQuery {
   const binders: Binder[] = [];
   const bind = (binder: Binder) => {
     binders.push(binder);
-    return `\u0000${binders.length - 1}\u0000`;
+    return `\uE000${binders.length - 1}\uE000`;
   };
   const tenant = () => bind((c) => c.tenant);
 
@@ -173,7 +175,9 @@ export function compileQuery(query: Query): CompiledQuery {
       placeEntity(start, []);
     }
     for (;;) {
-      // Links whose both ends are placed are checked at once; they cannot multiply rows.
+      // Links whose both ends are placed are checked at once; they cannot multiply rows. The
+      // check is a LATERAL subquery so both ends are known values inside it and the lookup is
+      // exact; as a plain join the planner may probe by one end only, and one end can be a hub.
       for (let i = pending.length - 1; i >= 0; i--) {
         const link = pending[i]!;
         if (!placed.has(link.from) || !placed.has(link.to)) continue;
@@ -182,12 +186,20 @@ export function compileQuery(query: Query): CompiledQuery {
         const a = entities.get(link.from)!.alias;
         const b = entities.get(link.to)!.alias;
         from.push(
-          `join links ${l} on ${l}.tenant = ${tenant()} and ${l}.from_id = ${a}.id and ${l}.relation = ${bind(() => link.clause.relation)} and ${l}.to_id = ${b}.id`,
+          `cross join lateral (select 1 from links ${l} where ${l}.tenant = ${tenant()} and ${l}.from_id = ${a}.id` +
+            ` and ${l}.relation = ${bind(() => link.clause.relation)} and ${l}.to_id = ${b}.id limit 1) ${l}`,
         );
       }
       const frontier = pending.filter((link) => placed.has(link.from) !== placed.has(link.to));
       if (frontier.length === 0) break;
       const next = bestOf(frontier.map((link) => entities.get(placed.has(link.from) ? link.to : link.from)!));
+      if (score(next) > 1) {
+        // An entity with constants is found through its own index, and its links are then only
+        // checked: driving it from a neighbour would walk every link of that neighbour (a tenant's
+        // index set links to all of its agreements).
+        placeEntity(next, []);
+        continue;
+      }
       const link = frontier.find((l) => l.from === next.name || l.to === next.name)!;
       pending.splice(pending.indexOf(link), 1);
       const l = `l${linkCount++}`;
@@ -241,7 +253,7 @@ export function compileQuery(query: Query): CompiledQuery {
     `from (${groups.join(" union all ")}) u left join entities e on e.tenant = ${tenant()} and e.id = u.id ` +
     `order by u.label, u.first`;
   const ordered: Binder[] = [];
-  const sql = marked.replace(/\u0000(\d+)\u0000/g, (_, index: string) => {
+  const sql = marked.replace(/\uE000(\d+)\uE000/g, (_, index: string) => {
     ordered.push(binders[Number(index)]!);
     return "?";
   });
