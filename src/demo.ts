@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SignJWT } from "jose";
 import { ConfigError, loadConfig, processEnvironment } from "./config.js";
-import { DEMO_TENANT, seedDemo } from "./demo/seed.js";
+import { DEMO_TENANT, EXAMPLE_DEFINITION, seedDemo } from "./demo/seed.js";
 import { createLogger } from "./logger.js";
 import { exitOnStartFailure, runService } from "./run.js";
 
@@ -29,7 +29,7 @@ async function demo(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   await runService(config, logger, async (service) => {
-    const seeded = await seedDemo(service.db.knex);
+    const seeded = await seedDemo(service.db.knex, service.services.apiDefinitions);
     logger.info("demo data ready", { tenant: DEMO_TENANT, ...seeded });
     const base = `http://localhost:${config.port}`;
     const lines = [`\nThe service runs on ${base} (OpenAPI description: ${base}/openapi.json).`];
@@ -43,7 +43,10 @@ async function demo(): Promise<void> {
       lines.push(
         "An admin token for the next 12 hours:",
         `  export TOKEN=${token}`,
-        "Try:",
+        "Request the example API definition (the access points of agreement AGR-1001):",
+        `  curl -s -X POST '${base}/task-backend/tasks/demo/api/request' -H "Authorization: Bearer $TOKEN" -H 'X-TENANT-ID: ${DEMO_TENANT}' \\`,
+        `       -H 'Content-Type: application/json' -d '{"apiDefinitionExternalId":"${EXAMPLE_DEFINITION.externalId}","queryParameters":{"publicId":"AGR-1001"}}'`,
+        "Browse the graph:",
         `  curl -s '${base}/graph/entities?type=AccessPoint' -H "Authorization: Bearer $TOKEN" -H 'X-TENANT-ID: ${DEMO_TENANT}'`,
       );
     } else {

@@ -3,10 +3,12 @@ import { openDatabase, type Database } from "./db/database.js";
 import { createAuthenticator } from "./http/auth.js";
 import { buildServer, type App } from "./http/server.js";
 import type { Logger } from "./logger.js";
+import { createServices, type Services } from "./services.js";
 
 /** The running service: the one place that creates connections and wires the parts together. */
 export interface Service {
   db: Database;
+  services: Services;
   server: App;
   /** Starts listening; resolves to the address. */
   listen(): Promise<string>;
@@ -28,8 +30,9 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
   });
   logger.info("database ready", { kind: db.kind, location: db.kind === "embedded" ? config.dataDir : redactUrl(config.databaseUrl) });
   let server: App;
+  const services = createServices(config, db);
   try {
-    server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth) });
+    server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services });
   } catch (err) {
     await db.close();
     throw err;
@@ -37,6 +40,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
   let closing: Promise<void> | undefined;
   return {
     db,
+    services,
     server,
     async listen() {
       return server.listen({ port: config.port, host: config.host });

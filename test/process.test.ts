@@ -116,14 +116,26 @@ describe("the demo command", function () {
     const demo = startNode("dist/src/demo.js", { DATA_DIR: dir, PORT: String(port), HOST: "127.0.0.1" });
     try {
       const tokenLine = await demo.waitFor(/export TOKEN=/);
-      const curlLine = await demo.waitFor(/curl -s/);
+      const requestLine = await demo.waitFor(/-d '\{"apiDefinitionExternalId"/);
+      const browseLine = await demo.waitFor(/curl -s 'http:.*graph\/entities/);
       const token = tokenLine.replace(/.*TOKEN=/, "").trim();
-      const url = /'(http:[^']+)'/.exec(curlLine)?.[1];
+      const headers = { authorization: `Bearer ${token}`, "x-tenant-id": "demo", "content-type": "application/json" };
+
+      const body = /-d '(.*)'/.exec(requestLine)?.[1];
+      const requested = await fetch(`http://127.0.0.1:${port}/task-backend/tasks/demo/api/request`, { method: "POST", headers, body });
+      expect(requested.status).to.equal(200);
+      const answer = (await requested.json()) as { accessPoints: { externalId: string; accessPointType: string }[] };
+      expect(answer.accessPoints.map((a) => [a.externalId, a.accessPointType])).to.deep.equal([
+        ["541448820000000011", "ELECTRICITY"],
+        ["541448820000000028", "GAS"],
+      ]);
+
+      const url = /'(http:[^']+)'/.exec(browseLine)?.[1];
       expect(url).to.equal(`http://localhost:${port}/graph/entities?type=AccessPoint`);
-      const res = await fetch(url!.replace("localhost", "127.0.0.1"), { headers: { authorization: `Bearer ${token}`, "x-tenant-id": "demo" } });
+      const res = await fetch(url!.replace("localhost", "127.0.0.1"), { headers });
       expect(res.status).to.equal(200);
-      const body = (await res.json()) as { entities: { key: string; accessPointType: string }[] };
-      expect(body.entities.map((e) => [e.key, e.accessPointType])).to.deep.equal([
+      const page = (await res.json()) as { entities: { key: string; accessPointType: string }[] };
+      expect(page.entities.map((e) => [e.key, e.accessPointType])).to.deep.equal([
         ["541448820000000011", "ELECTRICITY"],
         ["541448820000000028", "GAS"],
         ["541448820000000035", "ELECTRICITY"],

@@ -1,4 +1,7 @@
 import type { Knex } from "knex";
+import type { ApiDefinitionInput } from "../definitions/api-definition.js";
+import type { ApiDefinitions } from "../definitions/service.js";
+import { ProblemError } from "../errors.js";
 import { upsertEntities, type EntityInput } from "../graph/entities.js";
 import { createLinks, type LinkInput } from "../graph/links.js";
 
@@ -15,6 +18,24 @@ AgreementProduct ?product; link:hasArrangement Arrangement:?arrangement.
 Arrangement ?arrangement; link:hasAccessPointRelation AccessPointRelation:?relation.
 AccessPointRelation ?relation; link:accessPoint AccessPoint:?accessPoint.
 `;
+
+/** The specification's example definition: two string parameters, the walk, a list `accessPoints`. */
+export const EXAMPLE_DEFINITION: ApiDefinitionInput = {
+  name: "Access points of an agreement",
+  externalId: "agreement-access-points",
+  version: "1.0",
+  active: true,
+  data: {
+    queryParameters: [
+      { name: "publicId", type: "string" },
+      { name: "tenantId", type: "string" },
+    ],
+  },
+  query: EXAMPLE_QUERY,
+  transform: `{
+  "accessPoints": result(?accessPoint) { externalId, publicId, id, accessPointType }
+}`,
+};
 
 export interface ExampleAgreement {
   publicId: string;
@@ -61,10 +82,15 @@ export function exampleGraph(tenant: string, agreements: ExampleAgreement[]): { 
   return { entities, links };
 }
 
-/** Seeds the demo graph; upserted, so seeding twice changes nothing. */
-export async function seedDemo(knex: Knex, tenant = DEMO_TENANT): Promise<{ entities: number; links: number }> {
+/** Seeds the demo graph and the example definition; seeding twice changes nothing. */
+export async function seedDemo(knex: Knex, definitions: ApiDefinitions, tenant = DEMO_TENANT): Promise<{ entities: number; links: number; apiDefinitions: number }> {
   const { entities, links } = exampleGraph(tenant, DEMO_AGREEMENTS);
   await upsertEntities(knex, tenant, entities);
   await createLinks(knex, tenant, links);
-  return { entities: entities.length, links: links.length };
+  try {
+    await definitions.create(tenant, EXAMPLE_DEFINITION);
+  } catch (err) {
+    if (!(err instanceof ProblemError && err.status === 409)) throw err;
+  }
+  return { entities: entities.length, links: links.length, apiDefinitions: 1 };
 }

@@ -15,7 +15,9 @@ import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import { ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import type { Logger } from "../logger.js";
+import type { Services } from "../services.js";
 import type { Authenticator, Principal } from "./auth.js";
+import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
 import { schemaCompiler } from "./validation.js";
@@ -46,6 +48,7 @@ export interface ServerDeps {
   db: Database;
   logger: Logger;
   authenticate: Authenticator;
+  services: Services;
 }
 
 const TENANT_PATTERN = /^[\x21-\x7e]{1,128}$/;
@@ -128,6 +131,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   healthRoutes(app, deps);
   graphRoutes(app, deps);
+  apiDefinitionRoutes(app, deps);
   return app;
 }
 

@@ -4,6 +4,7 @@ import type { Database } from "../../src/db/database.js";
 import { createAuthenticator } from "../../src/http/auth.js";
 import { buildServer, type App } from "../../src/http/server.js";
 import { createLogger, type Logger } from "../../src/logger.js";
+import { createServices } from "../../src/services.js";
 import { TEST_JWT_SECRET } from "./tokens.js";
 
 /** Keeps every log entry in memory, so tests can read what was logged. */
@@ -27,7 +28,7 @@ export async function testServer(db: Database, env: Record<string, string> = {})
   const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: "info", ...env });
   const logs = new MemoryTransport();
   const logger = createLogger(config.logLevel, [logs]);
-  const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth) });
+  const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services: createServices(config, db) });
   await app.ready();
   return { app, config, logs, logger };
 }

@@ -1,0 +1,179 @@
+import type { Knex } from "knex";
+import { ProblemError, type ProblemDetail } from "../errors.js";
+import type { QueryParameters } from "../graph/query/compiler.js";
+import { executeQuery, type QueryLimits, type QueryOutput } from "../graph/query/execute.js";
+import { evaluateTransform, type TransformLimits } from "../transform/transform.js";
+import { isHeaderParameter, type ApiDefinition, type ApiDefinitionInput } from "./api-definition.js";
+import * as store from "./store.js";
+import { checkDefinition, compileDefinition, type CompiledDefinition } from "./validate.js";
+
+/** Who asks, as the transport establishes it: never taken from the request body. */
+export interface Caller {
+  tenant: string;
+  /** The token's user claim; undefined when the token has none. */
+  userId: string | undefined;
+}
+
+export interface ApiDefinitionLimits {
+  query: Omit<QueryLimits, "failureCode">;
+  transform: TransformLimits;
+}
+
+/** Compiled definitions by (tenant, externalId, updatedAt), least recently used dropped first. */
+class CompiledCache {
+  private readonly entries = new Map<string, CompiledDefinition>();
+  constructor(private readonly capacity: number) {}
+
+  get(key: string, build: () => CompiledDefinition): CompiledDefinition {
+    const hit = this.entries.get(key);
+    if (hit !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      return hit;
+    }
+    const built = build();
+    this.entries.set(key, built);
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+    return built;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+export interface TestOutcome {
+  queryOutput: QueryOutput | null;
+  result: unknown;
+  problems: ProblemDetail[];
+}
+
+/** API Definitions: stored, validated on save, compiled once, requested by externalId. */
+export class ApiDefinitions {
+  private readonly cache: CompiledCache;
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly limits: ApiDefinitionLimits,
+    cacheSize = 1000,
+  ) {
+    this.cache = new CompiledCache(cacheSize);
+  }
+
+  async create(tenant: string, input: ApiDefinitionInput): Promise<ApiDefinition> {
+    compileDefinition(input, this.limits.transform);
+    return store.insertDefinition(this.knex, tenant, input);
+  }
+
+  async get(tenant: string, externalId: string): Promise<ApiDefinition> {
+    const found = await store.findDefinition(this.knex, tenant, externalId);
+    if (found === undefined) throw notFound(externalId);
+    return found;
+  }
+
+  list(tenant: string, options: { limit: number; offset: number; active?: boolean }): Promise<store.DefinitionPage> {
+    return store.listDefinitions(this.knex, tenant, options);
+  }
+
+  async replace(tenant: string, externalId: string, input: ApiDefinitionInput): Promise<ApiDefinition> {
+    compileDefinition(input, this.limits.transform);
+    const replaced = await store.replaceDefinition(this.knex, tenant, externalId, input);
+    if (replaced === undefined) throw notFound(externalId);
+    return replaced;
+  }
+
+  async setActive(tenant: string, externalId: string, active: boolean): Promise<ApiDefinition> {
+    const updated = await store.setDefinitionActive(this.knex, tenant, externalId, active);
+    if (updated === undefined) throw notFound(externalId);
+    return updated;
+  }
+
+  async delete(tenant: string, externalId: string): Promise<void> {
+    if (!(await store.deleteDefinition(this.knex, tenant, externalId))) throw notFound(externalId);
+  }
+
+  /**
+   * Runs a stored definition (contract §3.2): looked up in the caller's tenant only; inactive is a
+   * 409; the parameters must be exactly the declared ones, with `userId` and `tenantId` from the caller.
+   */
+  async request(caller: Caller, externalId: string, queryParameters: Record<string, unknown> | undefined): Promise<unknown> {
+    const definition = await store.findDefinition(this.knex, caller.tenant, externalId);
+    if (definition === undefined) throw notFound(externalId);
+    if (!definition.active) {
+      throw new ProblemError("API_DEFINITION_INACTIVE", `API definition "${externalId}" exists but is not active`);
+    }
+    const key = `${caller.tenant}\u0000${definition.externalId}\u0000${definition.updatedAt}`;
+    const compiled = this.cache.get(key, () => compileDefinition({ ...definition, name: definition.name ?? undefined, version: definition.version ?? undefined }, this.limits.transform));
+    const params = resolveParameters(compiled.declared, queryParameters ?? {}, caller);
+    const queryOutput = await executeQuery(this.knex, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
+    if (compiled.transform === undefined) return queryOutput;
+    return (await evaluateTransform(compiled.transform, { queryOutput, params })) ?? null;
+  }
+
+  /**
+   * The admin portal's Query and Transform tabs: runs an unsaved definition. Problems of the
+   * definition, of the query run and of the transform run are reported, not thrown, beside
+   * whatever could be computed; only bad parameters are an error.
+   */
+  async test(caller: Caller, input: ApiDefinitionInput, queryParameters: Record<string, unknown> | undefined): Promise<TestOutcome> {
+    const { compiled, problems } = checkDefinition(input, this.limits.transform);
+    if (compiled === undefined) return { queryOutput: null, result: null, problems };
+    const params = resolveParameters(compiled.declared, queryParameters ?? {}, caller);
+    let queryOutput: QueryOutput;
+    try {
+      queryOutput = await executeQuery(this.knex, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
+    } catch (err) {
+      if (err instanceof ProblemError && err.code === "TRANSFORM_FAILED") return { queryOutput: null, result: null, problems: [{ path: "query", message: err.message }] };
+      throw err;
+    }
+    if (compiled.transform === undefined) return { queryOutput, result: queryOutput, problems: [] };
+    try {
+      return { queryOutput, result: (await evaluateTransform(compiled.transform, { queryOutput, params })) ?? null, problems: [] };
+    } catch (err) {
+      if (!(err instanceof ProblemError) || err.code !== "TRANSFORM_FAILED") throw err;
+      return { queryOutput, result: null, problems: err.errors ?? [{ path: "transform", message: err.message }] };
+    }
+  }
+
+  get cachedDefinitions(): number {
+    return this.cache.size;
+  }
+}
+
+function notFound(externalId: string): ProblemError {
+  return new ProblemError("API_DEFINITION_NOT_FOUND", `there is no API definition "${externalId}" in this tenant`);
+}
+
+/**
+ * The values of a run: exactly the declared parameters, `tenantId` and `userId` from the caller
+ * (a body that gives either is refused), every problem named at once.
+ */
+export function resolveParameters(declared: Set<string>, given: Record<string, unknown>, caller: Caller): QueryParameters {
+  const problems: ProblemDetail[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(given)) {
+    if (isHeaderParameter(name)) {
+      problems.push({ path: `queryParameters.${name}`, message: `comes from the ${name === "tenantId" ? "X-TENANT-ID header" : "token"} and cannot be given` });
+    } else if (!declared.has(name)) {
+      problems.push({ path: `queryParameters.${name}`, message: "is not a parameter of this definition" });
+    } else if (value === null || !["string", "number", "boolean"].includes(typeof value) || (typeof value === "number" && !Number.isFinite(value))) {
+      problems.push({ path: `queryParameters.${name}`, message: "must be a string, a number or a boolean" });
+    } else {
+      values[name] = value;
+    }
+  }
+  for (const name of declared) {
+    if (name === "tenantId") values.tenantId = caller.tenant;
+    else if (name === "userId") {
+      if (caller.userId === undefined) problems.push({ path: "queryParameters.userId", message: "the token carries no user id for ${userId}" });
+      else values.userId = caller.userId;
+    } else if (!Object.prototype.hasOwnProperty.call(given, name)) {
+      problems.push({ path: `queryParameters.${name}`, message: "is declared by the definition but missing" });
+    }
+  }
+  if (problems.length > 0) {
+    const summary = problems.map((p) => `${p.path!.slice("queryParameters.".length)} ${p.message}`).join("; ");
+    throw new ProblemError("INVALID_QUERY_PARAMETERS", `the query parameters do not match the definition: ${summary}`, { errors: problems });
+  }
+  return values;
+}

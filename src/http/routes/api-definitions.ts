@@ -1,0 +1,180 @@
+import { Type, type Static } from "typebox";
+import type { ApiDefinitionInput } from "../../definitions/api-definition.js";
+import { requireTenant } from "../request.js";
+import type { App, ServerDeps } from "../server.js";
+
+const ExternalId = Type.String({ minLength: 1, maxLength: 200, pattern: "^[A-Za-z0-9._:~-]+$" });
+const DefinitionBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 500 })),
+    externalId: ExternalId,
+    version: Type.Optional(Type.String({ maxLength: 100 })),
+    active: Type.Optional(Type.Boolean({ default: true })),
+    data: Type.Optional(
+      Type.Object(
+        {
+          queryParameters: Type.Optional(
+            Type.Array(Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }), type: Type.Optional(Type.String()) }, { additionalProperties: false }), {
+              maxItems: 100,
+            }),
+          ),
+          timelineParameters: Type.Optional(
+            Type.Array(
+              Type.Object(
+                {
+                  name: Type.String({ minLength: 1, maxLength: 100 }),
+                  eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+                  queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+                },
+                { additionalProperties: false },
+              ),
+              { maxItems: 100 },
+            ),
+          ),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+    query: Type.String({ minLength: 1, maxLength: 100_000 }),
+    transform: Type.Optional(Type.String({ maxLength: 100_000 })),
+  },
+  { additionalProperties: false },
+);
+const Definition = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.Union([Type.String(), Type.Null()]),
+    externalId: Type.String(),
+    version: Type.Union([Type.String(), Type.Null()]),
+    active: Type.Boolean(),
+    data: Type.Record(Type.String(), Type.Unknown()),
+    query: Type.String(),
+    transform: Type.String({ description: "empty when the query output is the answer" }),
+    createdAt: Type.String({ format: "date-time" }),
+    updatedAt: Type.String({ format: "date-time" }),
+  },
+  { additionalProperties: false },
+);
+const Params = Type.Object({ externalId: ExternalId });
+const QueryParameters = Type.Record(Type.String(), Type.Unknown(), { description: "parameter name to value (string, number or boolean)" });
+
+function asInput(body: Static<typeof DefinitionBody>): ApiDefinitionInput {
+  return body as ApiDefinitionInput;
+}
+
+export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
+  const definitions = services.apiDefinitions;
+  const admin = { access: "admin" as const };
+  const tags = ["api-definitions"];
+
+  app.post(
+    "/api-definitions",
+    { config: admin, schema: { summary: "Create an API definition (validated: every problem listed)", tags, body: DefinitionBody, response: { 201: Definition } } },
+    async (request, reply) => reply.status(201).send(await definitions.create(requireTenant(request), asInput(request.body))),
+  );
+
+  app.get(
+    "/api-definitions",
+    {
+      config: admin,
+      schema: {
+        summary: "List API definitions by externalId",
+        tags,
+        querystring: Type.Object(
+          {
+            limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
+            offset: Type.Integer({ minimum: 0, default: 0 }),
+            active: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Type.Object({ apiDefinitions: Type.Array(Definition), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }) },
+      },
+    },
+    async (request) => definitions.list(requireTenant(request), request.query),
+  );
+
+  app.get(
+    "/api-definitions/:externalId",
+    { config: admin, schema: { summary: "Read an API definition", tags, params: Params, response: { 200: Definition } } },
+    async (request) => definitions.get(requireTenant(request), request.params.externalId),
+  );
+
+  app.put(
+    "/api-definitions/:externalId",
+    { config: admin, schema: { summary: "Replace an API definition (the body's externalId may rename it)", tags, params: Params, body: DefinitionBody, response: { 200: Definition } } },
+    async (request) => definitions.replace(requireTenant(request), request.params.externalId, asInput(request.body)),
+  );
+
+  app.patch(
+    "/api-definitions/:externalId",
+    {
+      config: admin,
+      schema: {
+        summary: "Activate or deactivate an API definition",
+        tags,
+        params: Params,
+        body: Type.Object({ active: Type.Boolean() }, { additionalProperties: false }),
+        response: { 200: Definition },
+      },
+    },
+    async (request) => definitions.setActive(requireTenant(request), request.params.externalId, request.body.active),
+  );
+
+  app.delete(
+    "/api-definitions/:externalId",
+    { config: admin, schema: { summary: "Delete an API definition", tags, params: Params } },
+    async (request, reply) => {
+      await definitions.delete(requireTenant(request), request.params.externalId);
+      return reply.status(204).send();
+    },
+  );
+
+  app.post(
+    "/api-definitions/test",
+    {
+      config: admin,
+      schema: {
+        summary: "Run an unsaved definition: the query output, the transform's result and the definition's problems",
+        tags,
+        body: Type.Object(
+          { definition: Type.Intersect([Type.Omit(DefinitionBody, ["externalId"]), Type.Object({ externalId: Type.Optional(ExternalId) })]), queryParameters: Type.Optional(QueryParameters) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({
+            queryOutput: Type.Union([Type.Record(Type.String(), Type.Array(Type.Unknown())), Type.Null()]),
+            result: Type.Unknown(),
+            problems: Type.Array(Type.Record(Type.String(), Type.Unknown())),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const tenant = requireTenant(request);
+      const definition = { externalId: "unsaved", ...request.body.definition } as ApiDefinitionInput;
+      return definitions.test({ tenant, userId: request.principal?.userId }, definition, request.body.queryParameters);
+    },
+  );
+
+  app.post(
+    "/task-backend/tasks/:segment/api/request",
+    {
+      config: { access: "user" },
+      schema: {
+        summary: "Request an API definition by externalId; the answer is exactly the transform's result",
+        tags: ["tasks"],
+        params: Type.Object({ segment: Type.String({ pattern: "^[a-z0-9-]+$", maxLength: 100 }) }),
+        body: Type.Object({ apiDefinitionExternalId: Type.String({ minLength: 1, maxLength: 200 }), queryParameters: Type.Optional(QueryParameters) }, { additionalProperties: false }),
+        response: { 200: Type.Unknown({ description: "the transform's JSON result, no envelope" }) },
+      },
+    },
+    async (request, reply) => {
+      const caller = { tenant: requireTenant(request), userId: request.principal?.userId };
+      const result = await definitions.request(caller, request.body.apiDefinitionExternalId, request.body.queryParameters);
+      // Serialised here: the answer is any JSON value, `null` included, with no envelope.
+      return reply.type("application/json").send(JSON.stringify(result ?? null));
+    },
+  );
+}
+

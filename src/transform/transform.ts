@@ -1,0 +1,123 @@
+import jsonata from "jsonata";
+import { ProblemError, type ProblemDetail } from "../errors.js";
+import { paramVariable, positionAt, RESULT_FUNCTION, rewriteTransform, type ResultUse, type Rewritten } from "./rewrite.js";
+
+export interface TransformLimits {
+  /** Wall-clock limit for one evaluation, awaited sub-queries included. */
+  timeoutMs: number;
+  /** Deepest evaluation (JSONata's `stack` guardrail): stops runaway recursion. */
+  maxDepth: number;
+  /** Longest sequence an evaluation may build (JSONata's `sequence` guardrail, ranges included). */
+  maxSequence: number;
+}
+
+export const DEFAULT_TRANSFORM_LIMITS: Omit<TransformLimits, "timeoutMs"> = { maxDepth: 500, maxSequence: 1_000_000 };
+
+/** A transform compiled once; evaluated many times with per-request bindings, never changed. */
+export interface CompiledTransform {
+  text: string;
+  expression: jsonata.Expression;
+  rewritten: Rewritten;
+  params: string[];
+  results: ResultUse[];
+  limits: TransformLimits;
+}
+
+interface JsonataError {
+  code?: string;
+  position?: number;
+  token?: string;
+  message?: string;
+}
+
+/** Evaluation steps between two yields to the event loop, so one heavy transform cannot starve other requests. */
+const STEPS_PER_YIELD = 256;
+
+function detail(text: string, rewritten: Rewritten, err: JsonataError, fallback: string): ProblemDetail {
+  const position = typeof err.position === "number" ? positionAt(text, rewritten.originalOffset(Math.max(0, err.position - (err.token?.length ?? 0)))) : undefined;
+  return {
+    path: "transform",
+    message: err.message ?? fallback,
+    ...(position !== undefined ? { line: position.line, column: position.column } : {}),
+    ...(err.code !== undefined ? { jsonataCode: err.code } : {}),
+  };
+}
+
+/**
+ * Compiles a transform (JSONata with `${param}` and `result(?label) { … }`). Returns every problem
+ * found, each with its line and column in the text as written; no expression when there are any.
+ */
+export function compileTransform(text: string, limits: TransformLimits): { transform?: CompiledTransform; problems: ProblemDetail[] } {
+  const rewritten = rewriteTransform(text);
+  const problems: ProblemDetail[] = rewritten.problems.map((p) => {
+    const position = positionAt(text, p.offset);
+    return { path: "transform", message: p.message, line: position.line, column: position.column };
+  });
+  let expression: jsonata.Expression;
+  try {
+    // Without `recover`, JSONata stops at the first error but explains it; what follows an error
+    // in its recovery mode is mostly that same error again.
+    expression = jsonata(rewritten.source, { timeout: limits.timeoutMs, stack: limits.maxDepth, sequence: limits.maxSequence } as never);
+  } catch (err) {
+    problems.push(detail(text, rewritten, err as JsonataError, "the transform does not parse"));
+    return { problems };
+  }
+  if (problems.length > 0) return { problems };
+
+  let steps = 0;
+  expression.assign(Symbol.for("jsonata.__evaluate_entry") as unknown as string, async () => {
+    if (++steps % STEPS_PER_YIELD === 0) await new Promise((resolve) => setImmediate(resolve));
+  });
+  return {
+    transform: {
+      text,
+      expression,
+      rewritten,
+      params: [...new Set(rewritten.params.map((p) => p.name))],
+      results: rewritten.results,
+      limits,
+    },
+    problems,
+  };
+}
+
+/** What a transform evaluates over: the query output, the parameter values and the entity fields of `result()`. */
+export interface TransformInput {
+  queryOutput: Record<string, unknown[]>;
+  params: Record<string, unknown>;
+}
+
+/**
+ * Evaluates a compiled transform. JSONata's own guardrails stop deep recursion, long sequences and
+ * long evaluation at the next step; a wall-clock timer also covers awaited sub-queries. Any failure
+ * is a 422 TRANSFORM_FAILED naming the reason and, where JSONata gives one, the position.
+ */
+export async function evaluateTransform(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
+  const bindings: Record<string, unknown> = {
+    [RESULT_FUNCTION]: (label: string, fields: [string, string][]) =>
+      (input.queryOutput[label] ?? []).map((entity) => {
+        const record = entity as Record<string, unknown>;
+        return Object.fromEntries(fields.map(([alias, field]) => [alias, record[field] ?? null]));
+      }),
+  };
+  for (const name of transform.params) bindings[paramVariable(name)] = input.params[name];
+
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new ProblemError("TRANSFORM_FAILED", `the transform ran longer than ${transform.limits.timeoutMs} ms and was stopped`)),
+      transform.limits.timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([transform.expression.evaluate(input.queryOutput, bindings), deadline]);
+  } catch (err) {
+    if (err instanceof ProblemError) throw err;
+    const e = err as JsonataError;
+    const d = detail(transform.text, transform.rewritten, e, err instanceof Error ? err.message : "the transform failed");
+    const where = d.line !== undefined ? ` at line ${d.line}, column ${d.column}` : "";
+    throw new ProblemError("TRANSFORM_FAILED", `the transform failed${where}: ${d.message}`, { errors: [d], cause: err });
+  } finally {
+    clearTimeout(timer);
+  }
+}
