@@ -34,7 +34,10 @@ interface JsonataError {
 const STEPS_PER_YIELD = 256;
 
 function detail(text: string, rewritten: Rewritten, err: JsonataError, fallback: string): ProblemDetail {
-  const position = typeof err.position === "number" ? positionAt(text, rewritten.originalOffset(Math.max(0, err.position - (err.token?.length ?? 0)))) : undefined;
+  // JSONata reports the offset just past the token; the token's start is what a reader looks for.
+  let offset = err.position;
+  if (offset !== undefined && err.token !== undefined && rewritten.source.slice(offset - err.token.length, offset) === err.token) offset -= err.token.length;
+  const position = typeof offset === "number" ? positionAt(text, rewritten.originalOffset(Math.max(0, offset))) : undefined;
   return {
     path: "transform",
     message: err.message ?? fallback,

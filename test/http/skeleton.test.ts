@@ -34,7 +34,7 @@ describeEachBackend("REST skeleton", (ctx) => {
     expect(res.statusCode).to.equal(200);
     const doc = res.json() as { openapi: string; paths: Record<string, Record<string, { security?: unknown; parameters?: { name: string; in: string }[] }>> };
     expect(doc.openapi).to.equal("3.1.0");
-    expect(doc.paths).to.have.keys("/health", "/graph/entities", "/graph/links", "/graph/entities/{id}");
+    expect(doc.paths).to.include.keys("/health", "/graph/entities", "/graph/links", "/graph/entities/{id}", "/api-definitions", "/api-definitions/{externalId}", "/api-definitions/test", "/task-backend/tasks/{segment}/api/request");
     const upsert = doc.paths["/graph/entities"]?.post;
     expect(upsert?.security).to.deep.equal([{ bearerAuth: [] }]);
     expect(upsert?.parameters?.some((p) => p.in === "header" && p.name === "x-tenant-id")).to.equal(true);
