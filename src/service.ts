@@ -26,6 +26,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
+    queryTimeoutMs: config.queryTimeoutMs,
     onWarning: (message) => logger.warn("database", { message }),
   });
   logger.info("database ready", { kind: db.kind, location: db.kind === "embedded" ? config.dataDir : redactUrl(config.databaseUrl) });

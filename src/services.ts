@@ -10,7 +10,7 @@ export interface Services {
 
 export function createServices(config: Config, db: Database): Services {
   return {
-    apiDefinitions: new ApiDefinitions(db.knex, {
+    apiDefinitions: new ApiDefinitions(db.knex, db.graph, {
       query: { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows },
       transform: { ...DEFAULT_TRANSFORM_LIMITS, timeoutMs: config.transformTimeoutMs },
     }),

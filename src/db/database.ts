@@ -15,10 +15,24 @@ export interface DatabaseOptions {
   schema?: string;
   /** Where knex's own warnings go (a failed connection attempt, say); default: nowhere. */
   onWarning?: (message: string) => void;
+  /** statement_timeout of graph queries; default 5000 ms. */
+  queryTimeoutMs?: number;
+}
+
+/**
+ * Where graph queries run. On PostgreSQL, a pool of its own whose connections are opened with
+ * `statement_timeout` and `join_collapse_limit = 1`, so a query is one round trip; on the
+ * embedded database, the one connection, with the settings made per query in a transaction.
+ */
+export interface GraphSession {
+  knex: Knex;
+  /** The statement_timeout the connections already carry (with join_collapse_limit = 1); undefined when none. */
+  presetTimeoutMs: number | undefined;
 }
 
 export interface Database {
   knex: Knex;
+  graph: GraphSession;
   kind: "postgres" | "embedded";
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
@@ -44,28 +58,34 @@ function knexLog(onWarning: ((message: string) => void) | undefined): Knex.Confi
 }
 
 function openPostgres(url: string, options: DatabaseOptions): Database {
-  const knex = knexFactory({
-    client: "pg",
-    connection: url,
-    searchPath: options.schema !== undefined ? [options.schema] : undefined,
-    pool: { min: 0, max: options.poolSize },
-    acquireConnectionTimeout: 10_000,
-    log: knexLog(options.onWarning),
-  });
-  return wrap(knex, "postgres", async () => {});
+  const pool = (connection: Knex.PgConnectionConfig | string) =>
+    knexFactory({
+      client: "pg",
+      connection,
+      searchPath: options.schema !== undefined ? [options.schema] : undefined,
+      pool: { min: 0, max: options.poolSize },
+      acquireConnectionTimeout: 10_000,
+      log: knexLog(options.onWarning),
+    });
+  const knex = pool(url);
+  const timeout = Math.max(1, Math.floor(options.queryTimeoutMs ?? 5000));
+  const graph = pool({ connectionString: url, options: `-c statement_timeout=${timeout} -c join_collapse_limit=1` });
+  return wrap(knex, "postgres", async () => graph.destroy(), { knex: graph, presetTimeoutMs: timeout });
 }
 
 async function openEmbedded(dataDir: string): Promise<Database> {
   if (dataDir.startsWith("memory://")) {
     const pglite = await PGlite.create();
-    return wrap(embeddedKnex(pglite), "embedded", async () => {});
+    const knex = embeddedKnex(pglite);
+    return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined });
   }
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true });
   const releaseLock = lockDataDir(dir);
   try {
     const pglite = await PGlite.create(join(dir, "pgdata"));
-    return wrap(embeddedKnex(pglite), "embedded", async () => releaseLock());
+    const knex = embeddedKnex(pglite);
+    return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined });
   } catch (err) {
     releaseLock();
     throw err;
@@ -97,10 +117,11 @@ function embeddedKnex(pglite: PGlite): Knex {
   });
 }
 
-function wrap(knex: Knex, kind: Database["kind"], afterClose: () => Promise<void>): Database {
+function wrap(knex: Knex, kind: Database["kind"], afterClose: () => Promise<void>, graph: GraphSession): Database {
   let closing: Promise<void> | undefined;
   return {
     knex,
+    graph,
     kind,
     async ping() {
       await knex.raw("select 1");

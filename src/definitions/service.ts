@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import type { GraphSession } from "../db/database.js";
 import { ProblemError, type ProblemDetail } from "../errors.js";
 import type { QueryParameters } from "../graph/query/compiler.js";
 import { executeQuery, type QueryLimits, type QueryOutput } from "../graph/query/execute.js";
@@ -54,6 +55,7 @@ export class ApiDefinitions {
 
   constructor(
     private readonly knex: Knex,
+    private readonly graph: GraphSession,
     private readonly limits: ApiDefinitionLimits,
     cacheSize = 1000,
   ) {
@@ -105,7 +107,7 @@ export class ApiDefinitions {
     const key = `${caller.tenant}\u0000${definition.externalId}\u0000${definition.updatedAt}`;
     const compiled = this.cache.get(key, () => compileDefinition({ ...definition, name: definition.name ?? undefined, version: definition.version ?? undefined }, this.limits.transform));
     const params = resolveParameters(compiled.declared, queryParameters ?? {}, caller);
-    const queryOutput = await executeQuery(this.knex, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
+    const queryOutput = await executeQuery(this.graph, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
     if (compiled.transform === undefined) return queryOutput;
     return (await evaluateTransform(compiled.transform, { queryOutput, params })) ?? null;
   }
@@ -121,7 +123,7 @@ export class ApiDefinitions {
     const params = resolveParameters(compiled.declared, queryParameters ?? {}, caller);
     let queryOutput: QueryOutput;
     try {
-      queryOutput = await executeQuery(this.knex, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
+      queryOutput = await executeQuery(this.graph, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
     } catch (err) {
       if (err instanceof ProblemError && err.code === "TRANSFORM_FAILED") return { queryOutput: null, result: null, problems: [{ path: "query", message: err.message }] };
       throw err;

@@ -17,7 +17,7 @@ async function seed(ctx: BackendContext, tenant: string, agreements: ExampleAgre
 }
 
 function run(ctx: BackendContext, source: string, params: Record<string, unknown> = {}, tenant = ctx.tenant, limits = LIMITS): Promise<QueryOutput> {
-  return executeQuery(ctx.db.knex, compileQuery(parseQuery(source)), tenant, params, limits);
+  return executeQuery(ctx.db.graph, compileQuery(parseQuery(source)), tenant, params, limits);
 }
 
 async function failure(promise: Promise<unknown>): Promise<ProblemError> {

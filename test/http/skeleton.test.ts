@@ -108,7 +108,7 @@ describe("REST skeleton without its database", function () {
   it("answers a request with 503 UNAVAILABLE when PostgreSQL does not accept connections", async () => {
     // Port 1 on the loopback refuses at once: a database that is down.
     const knex = knexFactory({ client: "pg", connection: "postgres://postgres@127.0.0.1:1/test", acquireConnectionTimeout: 2000, log: { warn: () => {}, error: () => {} } });
-    const down: Database = { knex, kind: "postgres", ping: async () => {}, close: () => knex.destroy() };
+    const down: Database = { knex, graph: { knex, presetTimeoutMs: undefined }, kind: "postgres", ping: async () => {}, close: () => knex.destroy() };
     const server = await testServer(down);
     const res = await server.app.inject({
       method: "GET",

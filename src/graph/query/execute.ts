@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import type { GraphSession } from "../../db/database.js";
 import { ProblemError, type ProblemCode } from "../../errors.js";
 import { entityJson, type EntityJson, type EntityRow } from "../entity.js";
 import type { CompiledQuery, QueryParameters } from "./compiler.js";
@@ -28,7 +29,7 @@ const QUERY_CANCELED = "57014";
  * carries the statement time-out. Going past either limit fails with a clear 422, never a partial answer.
  */
 export async function executeQuery(
-  knex: Knex,
+  session: GraphSession,
   compiled: CompiledQuery,
   tenant: string,
   params: QueryParameters,
@@ -38,15 +39,19 @@ export async function executeQuery(
   const failureCode = limits.failureCode ?? "TRANSFORM_FAILED";
   let rows: OutputRow[];
   try {
-    rows = await knex.transaction(async (trx) => {
-      // join_collapse_limit = 1: PostgreSQL keeps the join order the compiler wrote (and skips
-      // searching for another: planning a 13-relation walk otherwise takes longer than running it).
-      await trx.raw("select set_config('statement_timeout', ?, true), set_config('join_collapse_limit', '1', true)", [
-        `${Math.max(1, Math.floor(limits.timeoutMs))}ms`,
-      ]);
-      const result = (await trx.raw(compiled.sql, bindings as Knex.RawBinding[])) as { rows: OutputRow[] };
-      return result.rows;
-    });
+    if (session.presetTimeoutMs === limits.timeoutMs) {
+      // The pool's connections carry statement_timeout and join_collapse_limit: one round trip.
+      rows = ((await session.knex.raw(compiled.sql, bindings as Knex.RawBinding[])) as { rows: OutputRow[] }).rows;
+    } else {
+      rows = await session.knex.transaction(async (trx) => {
+        // join_collapse_limit = 1: PostgreSQL keeps the join order the compiler wrote (and skips
+        // searching for another: planning a 13-relation walk otherwise takes longer than running it).
+        await trx.raw("select set_config('statement_timeout', ?, true), set_config('join_collapse_limit', '1', true)", [
+          `${Math.max(1, Math.floor(limits.timeoutMs))}ms`,
+        ]);
+        return ((await trx.raw(compiled.sql, bindings as Knex.RawBinding[])) as { rows: OutputRow[] }).rows;
+      });
+    }
   } catch (err) {
     if ((err as { code?: string }).code === QUERY_CANCELED) {
       throw new ProblemError(failureCode, `the graph query ran longer than ${limits.timeoutMs} ms (QUERY_TIMEOUT_MS) and was stopped`, {
