@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { fillGaps, type Bucket, type GapStrategy } from "../../src/timeseries/gaps.js";
 import type { Algorithm } from "../../src/timeseries/interpolation.js";
@@ -68,5 +69,29 @@ describe("gap strategies", () => {
     expect(values(fillGaps(series([1, null, 2, 3, 4]), interpolate("akimaSpline")))).to.deep.equal([1, null, 2, 3, 4]);
     expect(values(fillGaps(series([1, null, 2, 3, 4, 5, 6]), interpolate("loess")))).to.deep.equal([1, null, 2, 3, 4, 5, 6]);
     expect(values(fillGaps(series([null, 1, null]), interpolate("linear")))).to.deep.equal([null, 1, null]);
+  });
+});
+
+describe("interpolation against Apache Commons Math 3.6.1", () => {
+  // test/reference/commons-math/generate writes this file with the Java library itself.
+  type Case = Record<string, number[]> & { knots: { x: number[]; y: number[] } };
+  const { cases } = JSON.parse(readFileSync(new URL("../../../test/timeseries/commons-math-reference.json", import.meta.url), "utf8")) as { cases: Case[] };
+
+  cases.forEach((reference, c) => {
+    const last = reference.knots.x[reference.knots.x.length - 1]!;
+    const hours = Array.from({ length: last + 1 }, (_, h) => h);
+    const knotAt = new Map(reference.knots.x.map((x, i) => [x, reference.knots.y[i]!]));
+    const buckets = hours.map((h) => ({ timestamp: Date.UTC(2024, 0, 1) + h * HOUR, value: knotAt.get(h) ?? null }));
+    for (const algorithm of ["linear", "spline", "akimaSpline", "loess", "neville", "dividedDifference"] as const) {
+      it(`${algorithm} gives Commons Math's values, ${reference.knots.x.length} knots over ${last} hours (case ${c + 1})`, () => {
+        const filled = values(fillGaps(buckets, interpolate(algorithm)));
+        const expected = reference[algorithm]!;
+        hours.forEach((h) => {
+          // Knots keep their value; loess smooths them, so those are compared too.
+          const want = knotAt.has(h) && algorithm !== "loess" ? knotAt.get(h)! : expected[h]!;
+          expect(filled[h], `hour ${h}`).to.be.closeTo(want, 1e-9 * Math.max(1, Math.abs(want)));
+        });
+      });
+    }
   });
 });
