@@ -18,6 +18,7 @@ import type { Logger } from "../logger.js";
 import type { Services } from "../services.js";
 import type { Authenticator, Principal } from "./auth.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
+import { eventRoutes } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
 import { schemaCompiler } from "./validation.js";
@@ -132,6 +133,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   healthRoutes(app, deps);
   graphRoutes(app, deps);
   apiDefinitionRoutes(app, deps);
+  eventRoutes(app, deps);
   return app;
 }
 

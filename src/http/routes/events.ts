@@ -1,0 +1,85 @@
+import type { Readable } from "node:stream";
+import { Type } from "typebox";
+import { ProblemError } from "../../errors.js";
+import { ingestEvents } from "../../timeseries/ingest.js";
+import { resolveEventDateRange, type EventDateRange } from "../../timeseries/periods.js";
+import { aggregateEvents, queryEvents, type QueryOptions } from "../../timeseries/query.js";
+import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
+import { requireTenant } from "../request.js";
+import type { App, ServerDeps } from "../server.js";
+
+const Uuid = Type.String({ format: "uuid" });
+const NDJSON = "application/x-ndjson";
+const CSV = "text/csv";
+
+/** Where an upload's rows come from: the parsed JSON body, or the request stream for NDJSON and CSV. */
+function uploadRows(contentType: string | undefined, body: unknown): { rows: AsyncIterable<unknown> | Iterable<unknown>; numericStrings: boolean } {
+  const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type === NDJSON) return { rows: ndjsonRows(body as Readable), numericStrings: false };
+  if (type === CSV) return { rows: csvRows(body as Readable), numericStrings: true };
+  const events = (body as { events?: unknown } | null)?.events;
+  if (!Array.isArray(events)) throw new ProblemError("INVALID_REQUEST", 'the body must be { "events": [ … ] }, or NDJSON or CSV lines', { errors: [{ path: "body.events", message: "must be an array" }] });
+  return { rows: events, numericStrings: false };
+}
+
+export function eventRoutes(app: App, { db, config }: ServerDeps): void {
+  // NDJSON and CSV uploads are read as streams, batch by batch, not buffered whole.
+  app.addContentTypeParser([NDJSON, CSV], (_request, payload, done) => done(null, payload));
+  const admin = { access: "admin" as const };
+  const tags = ["time series"];
+  const Stored = Type.Object({
+    stored: Type.Integer(),
+    rejected: Type.Optional(Type.Array(Type.Record(Type.String(), Type.Unknown()))),
+    rejectedTotal: Type.Optional(Type.Integer()),
+  });
+  const Partial = Type.Object({ partial: Type.Boolean({ default: false, description: "store the good rows and report the bad ones" }) }, { additionalProperties: false });
+  const uploadDescription =
+    'Body: { "events": [event] } as JSON, or one event per line as application/x-ndjson, or text/csv with a header line. ' +
+    "One bad row stores nothing (all listed) unless ?partial=true.";
+
+  app.post(
+    "/items/:itemId/events",
+    { config: admin, schema: { summary: "Ingest events of one item", description: uploadDescription, tags, params: Type.Object({ itemId: Uuid }), querystring: Partial, response: { 200: Stored } } },
+    async (request) => {
+      const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
+      const result = await ingestEvents(db.knex, requireTenant(request), rows, { itemId: request.params.itemId.toLowerCase(), partial: request.query.partial, numericStrings });
+      return request.query.partial ? result : { stored: result.stored };
+    },
+  );
+
+  app.post(
+    "/events",
+    { config: admin, schema: { summary: "Ingest events of many items; each event names its itemId", description: uploadDescription, tags, querystring: Partial, response: { 200: Stored } } },
+    async (request) => {
+      const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
+      const result = await ingestEvents(db.knex, requireTenant(request), rows, { partial: request.query.partial, numericStrings });
+      return request.query.partial ? result : { stored: result.stored };
+    },
+  );
+
+  app.post(
+    "/items/:itemId/events/query",
+    {
+      config: admin,
+      schema: {
+        summary: "Events of one item in a date range: raw, or aggregated into buckets when queryOptions.aggregation is given",
+        tags,
+        params: Type.Object({ itemId: Uuid }),
+        body: Type.Object(
+          { eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown())), queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown())) },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => {
+      const tenant = requireTenant(request);
+      const itemId = request.params.itemId.toLowerCase();
+      const item = (await db.knex("entities").where({ tenant, id: itemId, type: "Item" }).first("id")) as { id: string } | undefined;
+      if (item === undefined) throw new ProblemError("INVALID_REQUEST", `there is no Item ${itemId} in this tenant`, { status: 404 });
+      const range = resolveEventDateRange(request.body.eventDateRange as EventDateRange | undefined, new Date(), config.defaultTimeZone);
+      const options = (request.body.queryOptions ?? {}) as QueryOptions;
+      if (options.aggregation !== undefined) return { buckets: await aggregateEvents(db.knex, tenant, itemId, range, options) };
+      return { events: await queryEvents(db.knex, tenant, itemId, range, options) };
+    },
+  );
+}

@@ -1,0 +1,95 @@
+import { DateTime } from "luxon";
+import { UnreadableRow } from "./upload.js";
+
+/** An event as ingested (contract §4), its item known. */
+export interface EventRecord {
+  itemId: string;
+  timestamp: Date;
+  value: number;
+  sourceId: string;
+  tags: string[] | null;
+  keyValues: Record<string, string> | null;
+  tenantCodes: Record<string, string> | null;
+  entityReferences: { type: string; id: string; role?: string }[] | null;
+  entry: Date | null;
+  exit: Date | null;
+  from: Date | null;
+  to: Date | null;
+}
+
+export type ParsedEvent = { ok: true; event: EventRecord } | { ok: false; message: string; field: string };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function instant(value: unknown): Date | undefined {
+  if (typeof value !== "string") return undefined;
+  const parsed = DateTime.fromISO(value.trim(), { zone: "utc", setZone: true });
+  return parsed.isValid ? parsed.toJSDate() : undefined;
+}
+
+function textMap(value: unknown): Record<string, string> | undefined {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+  const entries = Object.entries(value);
+  return entries.every(([, v]) => typeof v === "string") ? (Object.fromEntries(entries) as Record<string, string>) : undefined;
+}
+
+/**
+ * Checks one event of an upload and returns it typed, or says what is wrong with which field.
+ * `itemId` comes from the URL (one item) or from the event itself (many items). A numeric string
+ * is accepted as the value only where the format has no numbers (CSV).
+ */
+export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, numericStrings = false): ParsedEvent {
+  if (raw instanceof UnreadableRow) return { ok: false, field: "", message: raw.message };
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return { ok: false, field: "", message: "an event must be an object" };
+  const e = raw as Record<string, unknown>;
+  const itemId = itemIdFromPath ?? e.itemId;
+  if (typeof itemId !== "string" || !UUID.test(itemId)) return { ok: false, field: "itemId", message: "itemId must be the uuid of an Item" };
+  const timestamp = instant(e.timestamp);
+  if (timestamp === undefined) return { ok: false, field: "timestamp", message: `timestamp ${JSON.stringify(e.timestamp)} is not an ISO-8601 date-time` };
+  let value = e.value;
+  if (numericStrings && typeof value === "string" && value.trim() !== "") value = Number(value);
+  if (typeof value !== "number" || !Number.isFinite(value)) return { ok: false, field: "value", message: `value ${JSON.stringify(e.value)} is not a finite number` };
+  if (e.sourceId !== undefined && e.sourceId !== null && typeof e.sourceId !== "string") return { ok: false, field: "sourceId", message: "sourceId must be text" };
+  let tags: string[] | null = null;
+  if (e.tags !== undefined && e.tags !== null) {
+    if (!Array.isArray(e.tags) || !e.tags.every((t) => typeof t === "string")) return { ok: false, field: "tags", message: "tags must be an array of text" };
+    tags = e.tags as string[];
+  }
+  const maps: Record<"keyValues" | "tenantCodes", Record<string, string> | null> = { keyValues: null, tenantCodes: null };
+  for (const name of ["keyValues", "tenantCodes"] as const) {
+    if (e[name] === undefined || e[name] === null) continue;
+    const map = textMap(e[name]);
+    if (map === undefined) return { ok: false, field: name, message: `${name} must be an object of text values` };
+    maps[name] = map;
+  }
+  let entityReferences: EventRecord["entityReferences"] = null;
+  if (e.entityReferences !== undefined && e.entityReferences !== null) {
+    const refs = e.entityReferences;
+    const valid =
+      Array.isArray(refs) &&
+      refs.every((r) => r !== null && typeof r === "object" && typeof (r as { type?: unknown }).type === "string" && typeof (r as { id?: unknown }).id === "string");
+    if (!valid) return { ok: false, field: "entityReferences", message: "entityReferences must be an array of { type, id, role? }" };
+    entityReferences = refs as EventRecord["entityReferences"];
+  }
+  const metas: Record<"entry" | "exit" | "from" | "to", Date | null> = { entry: null, exit: null, from: null, to: null };
+  for (const name of ["entry", "exit", "from", "to"] as const) {
+    if (e[name] === undefined || e[name] === null) continue;
+    const at = instant(e[name]);
+    if (at === undefined) return { ok: false, field: name, message: `${name} ${JSON.stringify(e[name])} is not an ISO-8601 date-time` };
+    metas[name] = at;
+  }
+  return {
+    ok: true,
+    event: {
+      itemId: itemId.toLowerCase(),
+      timestamp,
+      value,
+      sourceId: typeof e.sourceId === "string" ? e.sourceId : "",
+      tags,
+      keyValues: maps.keyValues,
+      tenantCodes: maps.tenantCodes,
+      entityReferences,
+      ...metas,
+    },
+  };
+}

@@ -1,0 +1,147 @@
+import type { Knex } from "knex";
+import { ProblemError, type ProblemDetail } from "../errors.js";
+import { parseEvent, type EventRecord } from "./events.js";
+
+/** Rows written per statement; the rows travel as eleven arrays, so the statement size does not grow. */
+const BATCH = 5000;
+/** Most bad rows named in one answer. */
+const MAX_LISTED = 100;
+
+export interface IngestOptions {
+  /** The item every event belongs to (`POST /items/{itemId}/events`); else each event names its own. */
+  itemId?: string;
+  /** Store the good rows and report the bad ones, instead of storing nothing when any row is bad. */
+  partial?: boolean;
+  /** CSV carries values as text. */
+  numericStrings?: boolean;
+}
+
+export interface IngestResult {
+  stored: number;
+  rejected: ProblemDetail[];
+  /** Bad rows beyond those listed. */
+  rejectedTotal: number;
+}
+
+/**
+ * Stores events from any source of raw rows (a JSON array, NDJSON or CSV lines), batch by batch in
+ * one transaction: memory holds one batch, never the upload. Each row is checked; by default one
+ * bad row fails the whole upload (nothing stored, every bad row listed up to 100); with `partial`
+ * the good rows are stored and the bad ones reported. Items must exist in the tenant and must not
+ * be derived (`itemAction: CALCULATE`). Re-sending an event replaces it: `(item, timestamp, sourceId)`.
+ */
+export async function ingestEvents(knex: Knex, tenant: string, rows: AsyncIterable<unknown> | Iterable<unknown>, options: IngestOptions = {}): Promise<IngestResult> {
+  return knex.transaction(async (trx) => {
+    const rejected: ProblemDetail[] = [];
+    let rejectedTotal = 0;
+    let stored = 0;
+    const items = new ItemCheck(trx, tenant);
+    let batch = new Map<string, EventRecord>();
+    const reject = (row: number, field: string, message: string) => {
+      rejectedTotal++;
+      if (rejected.length < MAX_LISTED) rejected.push({ path: `events[${row}]${field === "" ? "" : `.${field}`}`, row, message });
+    };
+    const flush = async () => {
+      const events = [...batch.values()];
+      batch = new Map();
+      const refusals = await items.refusals(events.map((e) => e.itemId));
+      const writable = events.filter((e) => !refusals.has(e.itemId));
+      for (const e of events) if (refusals.has(e.itemId)) reject(-1, "itemId", refusals.get(e.itemId)!);
+      if (rejectedTotal > 0 && !options.partial) return; // nothing will be kept: stop writing, keep checking
+      stored += await writeEvents(trx, tenant, writable);
+    };
+
+    let row = 0;
+    for await (const raw of rows) {
+      const parsed = parseEvent(raw, options.itemId, options.numericStrings);
+      if (!parsed.ok) reject(row, parsed.field, parsed.message);
+      else {
+        const e = parsed.event;
+        // The same key twice in one statement is an error for PostgreSQL; the later row wins anyway.
+        batch.set(`${e.itemId}|${e.timestamp.getTime()}|${e.sourceId}`, e);
+        if (batch.size >= BATCH) await flush();
+      }
+      row++;
+    }
+    if (batch.size > 0) await flush();
+
+    if (rejectedTotal > 0 && !options.partial) {
+      const more = rejectedTotal > rejected.length ? ` (the first ${rejected.length} listed)` : "";
+      throw new ProblemError("INVALID_REQUEST", `${rejectedTotal} of ${row} events are not valid${more}; nothing was stored`, { errors: rejected });
+    }
+    return { stored, rejected, rejectedTotal };
+  });
+}
+
+/** Remembers, per upload, which items exist and may take events. */
+class ItemCheck {
+  private readonly known = new Map<string, string | null>();
+  constructor(
+    private readonly knex: Knex,
+    private readonly tenant: string,
+  ) {}
+
+  /** Items of the list that may not take events, each with the reason. */
+  async refusals(itemIds: string[]): Promise<Map<string, string>> {
+    const unknown = [...new Set(itemIds)].filter((id) => !this.known.has(id));
+    if (unknown.length > 0) {
+      const rows = (await this.knex("entities")
+        .where({ tenant: this.tenant, type: "Item" })
+        .whereIn("id", unknown)
+        .select("id", this.knex.raw("attributes->>'itemAction' as action"))) as { id: string; action: string | null }[];
+      const found = new Map(rows.map((r) => [r.id, r.action]));
+      for (const id of unknown) {
+        const action = found.get(id);
+        this.known.set(
+          id,
+          !found.has(id)
+            ? `there is no Item ${id} in this tenant`
+            : action === "CALCULATE"
+              ? `Item ${id} is derived (itemAction CALCULATE): its events are calculated, not ingested`
+              : null,
+        );
+      }
+    }
+    const refused = new Map<string, string>();
+    for (const id of itemIds) {
+      const reason = this.known.get(id);
+      if (reason != null) refused.set(id, reason);
+    }
+    return refused;
+  }
+}
+
+async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): Promise<number> {
+  if (events.length === 0) return 0;
+  const column = <T>(pick: (e: EventRecord) => T) => events.map(pick);
+  const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
+  await knex.raw(
+    `insert into events (tenant, item_id, ts, source_id, value, tags, key_values, tenant_codes, entity_references, meta_entry, meta_exit, meta_from, meta_to)
+     select ?, u.item_id, u.ts, u.source_id, u.value, u.tags::text[], u.key_values, u.tenant_codes, u.entity_references,
+            u.meta_entry, u.meta_exit, u.meta_from, u.meta_to
+     from unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::float8[], ?::text[], ?::jsonb[], ?::jsonb[], ?::jsonb[],
+                 ?::timestamptz[], ?::timestamptz[], ?::timestamptz[], ?::timestamptz[])
+       as u(item_id, ts, source_id, value, tags, key_values, tenant_codes, entity_references, meta_entry, meta_exit, meta_from, meta_to)
+     on conflict (tenant, item_id, ts, source_id) do update set
+       value = excluded.value, tags = excluded.tags, key_values = excluded.key_values, tenant_codes = excluded.tenant_codes,
+       entity_references = excluded.entity_references, meta_entry = excluded.meta_entry, meta_exit = excluded.meta_exit,
+       meta_from = excluded.meta_from, meta_to = excluded.meta_to`,
+    [
+      tenant,
+      column((e) => e.itemId),
+      column((e) => e.timestamp.toISOString()),
+      column((e) => e.sourceId),
+      column((e) => e.value),
+      // An array cannot be an element of another: each row's tags travel as an array literal, cast back above.
+      column((e) => (e.tags === null ? null : `{${e.tags.map((t) => `"${t.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(",")}}`)),
+      column((e) => json(e.keyValues)),
+      column((e) => json(e.tenantCodes)),
+      column((e) => json(e.entityReferences)),
+      column((e) => e.entry?.toISOString() ?? null),
+      column((e) => e.exit?.toISOString() ?? null),
+      column((e) => e.from?.toISOString() ?? null),
+      column((e) => e.to?.toISOString() ?? null),
+    ] as Knex.RawBinding[],
+  );
+  return events.length;
+}
