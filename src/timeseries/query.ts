@@ -2,6 +2,7 @@ import type { Knex } from "knex";
 import { ProblemError } from "../errors.js";
 import { bucketStart, bucketStarts, checkInterval, fixedLengthMs, type Interval } from "./buckets.js";
 import { checkGapStrategy, fillGaps, type Bucket, type GapStrategy } from "./gaps.js";
+import { filterPredicates } from "./filters.js";
 import type { ResolvedRange } from "./periods.js";
 
 export const METRICS = ["avg", "count", "min", "max", "sum", "diff", "cardinality", "open", "close"] as const;
@@ -86,21 +87,41 @@ function eventJson(row: EventRow): EventJson {
   return json;
 }
 
-/** The raw events of one item in `[from, to)`, sorted and paged. */
-export async function queryEvents(knex: Knex, tenant: string, itemId: string, range: ResolvedRange, options: QueryOptions = {}): Promise<EventJson[]> {
+/** The events of the items in `[from, to)` that pass the filter, as a subquery. */
+function eventsInRange(knex: Knex, tenant: string, itemIds: string[], range: ResolvedRange, options: QueryOptions): Knex.QueryBuilder {
+  const query = knex("events")
+    .where({ tenant })
+    .whereIn("item_id", itemIds)
+    .andWhere("ts", ">=", range.from.toJSDate())
+    .andWhere("ts", "<", range.to.toJSDate());
+  for (const predicate of filterPredicates(options.filter)) query.andWhereRaw(predicate.sql, predicate.bindings);
+  return query;
+}
+
+/**
+ * The raw events of each item in `[from, to)`, filtered, sorted and paged per item, in one
+ * statement for all the items.
+ */
+export async function queryEvents(knex: Knex, tenant: string, itemIds: string[], range: ResolvedRange, options: QueryOptions = {}): Promise<Map<string, EventJson[]>> {
   const limit = options.pagination?.limit ?? DEFAULT_LIMIT;
   const offset = options.pagination?.offset ?? 0;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw invalid(`pagination.limit must be a whole number from 1 to ${MAX_LIMIT}`, "queryOptions.pagination.limit");
   if (!Number.isInteger(offset) || offset < 0) throw invalid("pagination.offset must be a whole number from 0", "queryOptions.pagination.offset");
-  const rows = (await knex("events")
-    .where({ tenant, item_id: itemId })
-    .andWhere("ts", ">=", range.from.toJSDate())
-    .andWhere("ts", "<", range.to.toJSDate())
-    .orderBy(orderTerms(options.sorting?.order))
-    .limit(limit)
-    .offset(offset)
-    .select("ts", "value", "source_id", "tags", "key_values", "tenant_codes", "entity_references", "meta_entry", "meta_exit", "meta_from", "meta_to")) as EventRow[];
-  return rows.map(eventJson);
+  const terms = orderTerms(options.sorting?.order);
+  const orderSql = terms.map((t) => `${t.column} ${t.order}`).join(", ");
+  const ranked = eventsInRange(knex, tenant, itemIds, range, options).select(
+    "item_id", "ts", "value", "source_id", "tags", "key_values", "tenant_codes", "entity_references", "meta_entry", "meta_exit", "meta_from", "meta_to",
+    knex.raw(`row_number() over (partition by item_id order by ${orderSql}) as rn`),
+  );
+  const rows = (await knex
+    .select("*")
+    .from(ranked.as("r"))
+    .where("rn", ">", offset)
+    .andWhere("rn", "<=", offset + limit)
+    .orderBy([{ column: "item_id" }, { column: "rn" }])) as (EventRow & { item_id: string })[];
+  const series = new Map<string, EventJson[]>(itemIds.map((id) => [id, []]));
+  for (const row of rows) series.get(row.item_id)?.push(eventJson(row));
+  return series;
 }
 
 /** SQL for the start of the bucket holding `ts`, in the range's zone. */
@@ -127,12 +148,16 @@ interface BucketRow {
   close: number | null;
 }
 
+/** Whose events one aggregated timeline holds. */
+export type Timeline = { kind: "each"; itemIds: string[] } | { kind: "single"; itemIds: string[] };
+
 /**
- * One item's events aggregated into calendar buckets (shared/SEMANTICS.md). Grouping and the
- * metric run in PostgreSQL; every bucket of the range is then emitted, empty ones included, and
- * the gap strategy fills them.
+ * Events aggregated into calendar buckets (shared/SEMANTICS.md): one timeline per item, or one
+ * over all of them (`single`). Grouping and the metric run in PostgreSQL, in one statement for
+ * all the items; every bucket of the range is then emitted, empty ones included, and the gap
+ * strategy fills them. The answer is keyed by item id, or by "" for a single timeline.
  */
-export async function aggregateEvents(knex: Knex, tenant: string, itemId: string, range: ResolvedRange, options: QueryOptions): Promise<BucketJson[]> {
+export async function aggregateEvents(knex: Knex, tenant: string, timeline: Timeline, range: ResolvedRange, options: QueryOptions): Promise<Map<string, BucketJson[]>> {
   const aggregation = options.aggregation ?? {};
   const metric = aggregation.metric ?? "avg";
   if (!(METRICS as readonly string[]).includes(metric)) throw invalid(`unknown aggregation.metric "${metric}"; one of: ${METRICS.join(", ")}`, "queryOptions.aggregation.metric");
@@ -140,9 +165,13 @@ export async function aggregateEvents(knex: Knex, tenant: string, itemId: string
   const interval = checkInterval(aggregation.interval);
   const gapStrategy = aggregation.gapStrategy === undefined ? undefined : checkGapStrategy(aggregation.gapStrategy);
   const starts = bucketStarts(range.from.toMillis(), range.to.toMillis(), interval, range.zone);
+  const single = timeline.kind === "single";
+  const keyOf = (itemId: string) => (single ? "" : itemId);
 
   const needs = (m: Metric[]) => m.includes(metric);
   const columns = [
+    single ? "'' as item" : "item_id as item",
+    "b as bucket",
     "count(*)::int as n",
     needs(["avg"]) ? "avg(value) as avg" : "null as avg",
     needs(["min"]) ? "min(value) as min" : "null as min",
@@ -153,42 +182,58 @@ export async function aggregateEvents(knex: Knex, tenant: string, itemId: string
     needs(["close", "diff"]) ? "(array_agg(value order by ts desc, source_id desc))[1] as close" : "null as close",
   ];
   const rows = (await knex
-    .select(knex.raw(`b as bucket, ${columns.join(", ")}`))
+    .select(knex.raw(columns.join(", ")))
     .from(
-      knex("events")
-        .where({ tenant, item_id: itemId })
-        .andWhere("ts", ">=", range.from.toJSDate())
-        .andWhere("ts", "<", range.to.toJSDate())
-        .select(bucketSql(knex, interval, range).wrap("", " as b"), "ts", "value", "source_id")
+      eventsInRange(knex, tenant, timeline.itemIds, range, options)
+        .select(bucketSql(knex, interval, range).wrap("", " as b"), "item_id", "ts", "value", "source_id")
         .as("e"),
     )
-    .groupBy("b")
-    .orderBy("b")) as BucketRow[];
-  const byStart = new Map(rows.map((r) => [r.bucket.getTime(), r]));
-
-  let previousClose: number | null = null;
-  if (metric === "diff") {
-    const before = (await knex("events")
-      .where({ tenant, item_id: itemId })
-      .andWhere("ts", "<", range.from.toJSDate())
-      .orderBy([{ column: "ts", order: "desc" }, { column: "source_id", order: "desc" }])
-      .first("value")) as { value: number } | undefined;
-    previousClose = before?.value ?? null;
+    .groupBy(single ? ["b"] : ["item_id", "b"])
+    .orderBy("b")) as (BucketRow & { item: string })[];
+  const byKey = new Map<string, Map<number, BucketRow>>();
+  for (const row of rows) {
+    const key = row.item;
+    if (!byKey.has(key)) byKey.set(key, new Map());
+    byKey.get(key)!.set(row.bucket.getTime(), row);
   }
-  const buckets: Bucket[] = starts.map((start) => {
-    const row = byStart.get(start);
-    if (row === undefined) return { timestamp: start, value: metric === "count" || metric === "cardinality" ? 0 : null };
-    switch (metric) {
-      case "count":
-        return { timestamp: start, value: row.n };
-      case "diff": {
-        const value = row.close! - (previousClose ?? row.open!);
-        previousClose = row.close;
-        return { timestamp: start, value };
+
+  // diff starts from the last event before the range, per timeline.
+  const before = new Map<string, number>();
+  if (metric === "diff") {
+    const query = knex("events")
+      .where({ tenant })
+      .whereIn("item_id", timeline.itemIds)
+      .andWhere("ts", "<", range.from.toJSDate());
+    for (const predicate of filterPredicates(options.filter)) query.andWhereRaw(predicate.sql, predicate.bindings);
+    const last = (await (single
+      ? query.orderBy([{ column: "ts", order: "desc" }, { column: "source_id", order: "desc" }]).limit(1).select(knex.raw("'' as item"), "value")
+      : query.distinctOn("item_id").orderBy([{ column: "item_id" }, { column: "ts", order: "desc" }, { column: "source_id", order: "desc" }]).select("item_id as item", "value"))) as {
+      item: string;
+      value: number;
+    }[];
+    for (const row of last) before.set(row.item, row.value);
+  }
+
+  const answer = new Map<string, BucketJson[]>();
+  for (const key of single ? [""] : timeline.itemIds.map(keyOf)) {
+    const found = byKey.get(key) ?? new Map<number, BucketRow>();
+    let previousClose: number | null = before.get(key) ?? null;
+    const buckets: Bucket[] = starts.map((start) => {
+      const row = found.get(start);
+      if (row === undefined) return { timestamp: start, value: metric === "count" || metric === "cardinality" ? 0 : null };
+      switch (metric) {
+        case "count":
+          return { timestamp: start, value: row.n };
+        case "diff": {
+          const value = row.close! - (previousClose ?? row.open!);
+          previousClose = row.close;
+          return { timestamp: start, value };
+        }
+        default:
+          return { timestamp: start, value: row[metric] === null ? null : Number(row[metric]) };
       }
-      default:
-        return { timestamp: start, value: row[metric] === null ? null : Number(row[metric]) };
-    }
-  });
-  return fillGaps(buckets, gapStrategy).map((b) => ({ timestamp: new Date(b.timestamp).toISOString(), value: b.value }));
+    });
+    answer.set(key, fillGaps(buckets, gapStrategy).map((b) => ({ timestamp: new Date(b.timestamp).toISOString(), value: b.value })));
+  }
+  return answer;
 }

@@ -2,8 +2,7 @@ import type { Readable } from "node:stream";
 import { Type } from "typebox";
 import { ProblemError } from "../../errors.js";
 import { ingestEvents } from "../../timeseries/ingest.js";
-import { resolveEventDateRange, type EventDateRange } from "../../timeseries/periods.js";
-import { aggregateEvents, queryEvents, type QueryOptions } from "../../timeseries/query.js";
+import type { QueryType, SeriesRequest } from "../../timeseries/service.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../server.js";
@@ -22,7 +21,7 @@ function uploadRows(contentType: string | undefined, body: unknown): { rows: Asy
   return { rows: events, numericStrings: false };
 }
 
-export function eventRoutes(app: App, { db, config }: ServerDeps): void {
+export function eventRoutes(app: App, { db, services }: ServerDeps): void {
   // NDJSON and CSV uploads are read as streams, batch by batch, not buffered whole.
   app.addContentTypeParser([NDJSON, CSV], (_request, payload, done) => done(null, payload));
   const admin = { access: "admin" as const };
@@ -57,6 +56,10 @@ export function eventRoutes(app: App, { db, config }: ServerDeps): void {
     },
   );
 
+  const SeriesBody = {
+    eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.3" })),
+    queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.4" })),
+  };
   app.post(
     "/items/:itemId/events/query",
     {
@@ -65,21 +68,25 @@ export function eventRoutes(app: App, { db, config }: ServerDeps): void {
         summary: "Events of one item in a date range: raw, or aggregated into buckets when queryOptions.aggregation is given",
         tags,
         params: Type.Object({ itemId: Uuid }),
+        body: Type.Object(SeriesBody, { additionalProperties: false }),
+      },
+    },
+    async (request) => services.timeSeries.itemQuery(requireTenant(request), request.params.itemId, request.body as SeriesRequest),
+  );
+
+  app.post(
+    "/timeline/query",
+    {
+      config: admin,
+      schema: {
+        summary: "One series per item (raw or aggregated), or with queryType SINGLEAGGREGATION one timeline over an index set's items",
+        tags,
         body: Type.Object(
-          { eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown())), queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown())) },
+          { itemIds: Type.Optional(Type.Array(Type.String(), { maxItems: 10_000 })), queryType: Type.Optional(Type.String()), ...SeriesBody },
           { additionalProperties: false },
         ),
       },
     },
-    async (request) => {
-      const tenant = requireTenant(request);
-      const itemId = request.params.itemId.toLowerCase();
-      const item = (await db.knex("entities").where({ tenant, id: itemId, type: "Item" }).first("id")) as { id: string } | undefined;
-      if (item === undefined) throw new ProblemError("INVALID_REQUEST", `there is no Item ${itemId} in this tenant`, { status: 404 });
-      const range = resolveEventDateRange(request.body.eventDateRange as EventDateRange | undefined, new Date(), config.defaultTimeZone);
-      const options = (request.body.queryOptions ?? {}) as QueryOptions;
-      if (options.aggregation !== undefined) return { buckets: await aggregateEvents(db.knex, tenant, itemId, range, options) };
-      return { events: await queryEvents(db.knex, tenant, itemId, range, options) };
-    },
+    async (request) => services.timeSeries.timelineQuery(requireTenant(request), request.body as SeriesRequest & { itemIds?: string[]; queryType?: QueryType }),
   );
 }

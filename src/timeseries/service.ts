@@ -1,0 +1,106 @@
+import type { Knex } from "knex";
+import { ProblemError } from "../errors.js";
+import { resolveEventDateRange, type EventDateRange } from "./periods.js";
+import { aggregateEvents, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
+
+export const QUERY_TYPES = ["EVENTS", "AGGREGATION", "SINGLEAGGREGATION"] as const;
+export type QueryType = (typeof QUERY_TYPES)[number];
+
+export interface SeriesRequest {
+  eventDateRange?: EventDateRange;
+  queryOptions?: QueryOptions;
+}
+
+export type SeriesAnswer = { events: EventJson[] } | { buckets: BucketJson[] };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function invalid(message: string, path: string, status = 400): ProblemError {
+  return new ProblemError("INVALID_REQUEST", message, { status, errors: [{ path, message }] });
+}
+
+/** Time-series queries of a tenant: one item, many items, or one timeline over many (contract §4). */
+export class TimeSeries {
+  constructor(
+    private readonly knex: Knex,
+    private readonly defaultZone: string,
+    /** The current instant; taken once per request (tests pass a fixed one). */
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  /** `POST /items/{itemId}/events/query`: raw events, or buckets when an aggregation is asked for. */
+  async itemQuery(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer> {
+    const id = itemId.toLowerCase();
+    const missing = await this.missingItems(tenant, [id]);
+    if (missing.length > 0) throw invalid(`there is no Item ${id} in this tenant`, "itemId", 404);
+    return (await this.series(tenant, [id], request)).get(id)!;
+  }
+
+  /**
+   * Series of many items in one statement: each item's raw events, or each item's buckets when an
+   * aggregation is asked for. The transform's timelines use this, one call for all their items.
+   */
+  async series(tenant: string, itemIds: string[], request: SeriesRequest): Promise<Map<string, SeriesAnswer>> {
+    const range = resolveEventDateRange(request.eventDateRange, this.clock(), this.defaultZone);
+    const options = request.queryOptions ?? {};
+    const ids = [...new Set(itemIds.map((id) => id.toLowerCase()))];
+    const answer = new Map<string, SeriesAnswer>();
+    if (options.aggregation !== undefined) {
+      for (const [id, buckets] of await aggregateEvents(this.knex, tenant, { kind: "each", itemIds: ids }, range, options)) answer.set(id, { buckets });
+    } else {
+      for (const [id, events] of await queryEvents(this.knex, tenant, ids, range, options)) answer.set(id, { events });
+    }
+    return answer;
+  }
+
+  /** `POST /timeline/query` (contract §8). */
+  async timelineQuery(
+    tenant: string,
+    request: SeriesRequest & { itemIds?: string[]; queryType?: QueryType },
+  ): Promise<{ series: ({ itemId: string } & SeriesAnswer)[] } | { buckets: BucketJson[] }> {
+    const options = request.queryOptions ?? {};
+    const queryType = request.queryType ?? (options.aggregation !== undefined ? "AGGREGATION" : "EVENTS");
+    if (!(QUERY_TYPES as readonly string[]).includes(queryType)) throw invalid(`queryType must be one of ${QUERY_TYPES.join(", ")}`, "queryType");
+    const itemIds = (request.itemIds ?? []).map((id, i) => {
+      if (typeof id !== "string" || !UUID.test(id)) throw invalid("must be an item uuid", `itemIds[${i}]`);
+      return id.toLowerCase();
+    });
+    if (queryType !== "EVENTS" && options.aggregation === undefined) throw invalid(`${queryType} needs queryOptions.aggregation`, "queryOptions.aggregation");
+
+    if (queryType === "SINGLEAGGREGATION") {
+      // One timeline over the events of the index set's items; the listed items narrow it down.
+      const indexSet = options.indexSet;
+      if (typeof indexSet !== "string" || !UUID.test(indexSet)) throw invalid("SINGLEAGGREGATION needs queryOptions.indexSet, the id of an IndexSet", "queryOptions.indexSet");
+      let members = await this.indexSetItems(tenant, indexSet.toLowerCase());
+      if (itemIds.length > 0) members = members.filter((id) => itemIds.includes(id));
+      const range = resolveEventDateRange(request.eventDateRange, this.clock(), this.defaultZone);
+      const single = await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: members }, range, options);
+      return { buckets: single.get("")! };
+    }
+
+    if (itemIds.length === 0) throw invalid("itemIds must name at least one item", "itemIds");
+    const missing = await this.missingItems(tenant, itemIds);
+    if (missing.length > 0) throw invalid(`there is no Item ${missing.join(", ")} in this tenant`, "itemIds");
+    const series = await this.series(tenant, itemIds, { ...request, queryOptions: queryType === "EVENTS" ? { ...options, aggregation: undefined } : options });
+    return { series: [...new Set(itemIds)].map((itemId) => ({ itemId, ...series.get(itemId)! })) };
+  }
+
+  private async missingItems(tenant: string, itemIds: string[]): Promise<string[]> {
+    const rows = (await this.knex("entities").where({ tenant, type: "Item" }).whereIn("id", itemIds).select("id")) as { id: string }[];
+    const found = new Set(rows.map((r) => r.id));
+    return itemIds.filter((id) => !found.has(id));
+  }
+
+  /** Items linked to the index set (`Item -inIndexSet-> IndexSet`). */
+  private async indexSetItems(tenant: string, indexSetId: string): Promise<string[]> {
+    const exists = (await this.knex("entities").where({ tenant, id: indexSetId, type: "IndexSet" }).first("id")) as { id: string } | undefined;
+    if (exists === undefined) throw invalid(`there is no IndexSet ${indexSetId} in this tenant`, "queryOptions.indexSet");
+    const rows = (await this.knex("links as l")
+      .join("entities as i", function () {
+        this.on("i.tenant", "=", "l.tenant").andOn("i.id", "=", "l.from_id");
+      })
+      .where({ "l.tenant": tenant, "l.to_id": indexSetId, "l.relation": "inIndexSet", "i.type": "Item" })
+      .select("i.id")) as { id: string }[];
+    return rows.map((r) => r.id);
+  }
+}
