@@ -11,9 +11,10 @@ export interface Services {
 }
 
 export function createServices(config: Config, db: Database): Services {
+  const timeSeries = new TimeSeries(db.knex, config.defaultTimeZone);
   return {
-    timeSeries: new TimeSeries(db.knex, config.defaultTimeZone),
-    apiDefinitions: new ApiDefinitions(db.knex, db.graph, {
+    timeSeries,
+    apiDefinitions: new ApiDefinitions(db.knex, db.graph, timeSeries, {
       query: { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows },
       transform: { ...DEFAULT_TRANSFORM_LIMITS, timeoutMs: config.transformTimeoutMs },
     }),

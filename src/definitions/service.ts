@@ -3,8 +3,11 @@ import type { GraphSession } from "../db/database.js";
 import { ProblemError, type ProblemDetail } from "../errors.js";
 import type { QueryParameters } from "../graph/query/compiler.js";
 import { executeQuery, type QueryLimits, type QueryOutput } from "../graph/query/execute.js";
-import { evaluateTransform, type TransformLimits } from "../transform/transform.js";
-import { isHeaderParameter, type ApiDefinition, type ApiDefinitionInput } from "./api-definition.js";
+import type { EventDateRange } from "../timeseries/periods.js";
+import type { QueryOptions } from "../timeseries/query.js";
+import type { SeriesAnswer, TimeSeries } from "../timeseries/service.js";
+import { evaluateTransform, type TransformInput, type TransformLimits } from "../transform/transform.js";
+import { isHeaderParameter, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
 import * as store from "./store.js";
 import { checkDefinition, compileDefinition, type CompiledDefinition } from "./validate.js";
 
@@ -56,6 +59,7 @@ export class ApiDefinitions {
   constructor(
     private readonly knex: Knex,
     private readonly graph: GraphSession,
+    private readonly timeSeries: TimeSeries,
     private readonly limits: ApiDefinitionLimits,
     cacheSize = 1000,
   ) {
@@ -109,7 +113,40 @@ export class ApiDefinitions {
     const params = resolveParameters(compiled.declared, queryParameters ?? {}, caller);
     const queryOutput = await executeQuery(this.graph, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
     if (compiled.transform === undefined) return queryOutput;
-    return (await evaluateTransform(compiled.transform, { queryOutput, params })) ?? null;
+    return (await evaluateTransform(compiled.transform, await this.transformInput(caller, definition.data, compiled, queryOutput, params))) ?? null;
+  }
+
+  /**
+   * What a transform evaluates with: besides the query output and the parameters, the timelines
+   * its result() fields name — each timeline fetched for all its entities in one query, before the
+   * evaluation — and `$events()`. "Now" is taken once, so every timeline of a run sees the same instant.
+   */
+  private async transformInput(caller: Caller, data: ApiDefinitionData | undefined, compiled: CompiledDefinition, queryOutput: QueryOutput, params: QueryParameters): Promise<TransformInput> {
+    const now = new Date();
+    const declared = new Map((data?.timelineParameters ?? []).map((t) => [t.name, t]));
+    const wanted = new Map<string, Set<string>>();
+    for (const use of compiled.transform?.results ?? []) {
+      for (const field of use.fields) {
+        if (field.field !== "id" || !declared.has(field.alias)) continue;
+        const ids = wanted.get(field.alias) ?? new Set<string>();
+        for (const entity of queryOutput[use.label] ?? []) ids.add(String((entity as { id: unknown }).id));
+        wanted.set(field.alias, ids);
+      }
+    }
+    const timelines = new Map<string, Map<string, unknown>>();
+    for (const [name, ids] of wanted) {
+      const spec = declared.get(name)!;
+      const request = { eventDateRange: spec.eventDateRange as EventDateRange | undefined, queryOptions: spec.queryOptions as QueryOptions | undefined };
+      const series = ids.size === 0 ? new Map<string, SeriesAnswer>() : await this.timeSeries.series(caller.tenant, [...ids], request, now);
+      timelines.set(name, new Map([...series].map(([id, answer]) => [id, "buckets" in answer ? answer.buckets : answer.events])));
+    }
+    const events = async (itemId: unknown, options: unknown) => {
+      if (typeof itemId !== "string") throw new ProblemError("TRANSFORM_FAILED", "$events(itemId, options) needs an item id");
+      const request = (options ?? {}) as { eventDateRange?: EventDateRange; queryOptions?: QueryOptions };
+      const answer = (await this.timeSeries.series(caller.tenant, [itemId], request, now)).get(itemId.toLowerCase());
+      return answer === undefined ? null : "buckets" in answer ? answer.buckets : answer.events;
+    };
+    return { queryOutput, params, timelines, events };
   }
 
   /**
@@ -130,7 +167,8 @@ export class ApiDefinitions {
     }
     if (compiled.transform === undefined) return { queryOutput, result: queryOutput, problems: [] };
     try {
-      return { queryOutput, result: (await evaluateTransform(compiled.transform, { queryOutput, params })) ?? null, problems: [] };
+      const transformInput = await this.transformInput(caller, input.data, compiled, queryOutput, params);
+      return { queryOutput, result: (await evaluateTransform(compiled.transform, transformInput)) ?? null, problems: [] };
     } catch (err) {
       if (!(err instanceof ProblemError) || err.code !== "TRANSFORM_FAILED") throw err;
       return { queryOutput, result: null, problems: err.errors ?? [{ path: "transform", message: err.message }] };

@@ -6,6 +6,9 @@ import { QuerySyntaxError } from "../graph/query/errors.js";
 import { parseQuery } from "../graph/query/parser.js";
 import { positionAt } from "../transform/rewrite.js";
 import { compileTransform, type CompiledTransform, type TransformLimits } from "../transform/transform.js";
+import type { EventDateRange } from "../timeseries/periods.js";
+import type { QueryOptions } from "../timeseries/query.js";
+import { seriesRequestProblems } from "../timeseries/service.js";
 import { isEmptyTransform, type ApiDefinitionInput } from "./api-definition.js";
 
 /** A definition checked and compiled: ready to run many times. */
@@ -39,6 +42,9 @@ export function checkDefinition(input: ApiDefinitionInput, limits: TransformLimi
     if (!PARAMETER_NAME.test(t.name)) problems.push({ path: `data.timelineParameters[${i}].name`, message: `"${t.name}" is not a timeline name` });
     else if (timelines.has(t.name)) problems.push({ path: `data.timelineParameters[${i}].name`, message: `timeline "${t.name}" is declared twice` });
     timelines.add(t.name);
+    for (const problem of seriesRequestProblems({ eventDateRange: t.eventDateRange as EventDateRange, queryOptions: t.queryOptions as QueryOptions })) {
+      problems.push({ ...problem, path: `data.timelineParameters[${i}].${problem.path ?? ""}` });
+    }
   });
 
   // The query: it parses, and every ${name} in it is declared.
@@ -88,16 +94,6 @@ export function checkDefinition(input: ApiDefinitionInput, limits: TransformLimi
         const at = positionAt(text, use.offset);
         if (query !== undefined && !labels.has(use.label)) {
           problems.push({ path: "transform", message: `result(?${use.label}) names a label the query does not bind`, line: at.line, column: at.column });
-        }
-        for (const field of use.fields) {
-          if (field.field === "id" && timelines.has(field.alias)) {
-            problems.push({
-              path: "transform",
-              message: `timeline "${field.alias}" in result(?${use.label}): timelines need the time-series module, which this version does not have yet`,
-              line: at.line,
-              column: at.column,
-            });
-          }
         }
       }
     }

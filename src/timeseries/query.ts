@@ -124,6 +124,27 @@ export async function queryEvents(knex: Knex, tenant: string, itemIds: string[],
   return series;
 }
 
+/** Checks every query option's shape and values without running anything (a stored definition's timelines). */
+export function checkQueryOptions(options: QueryOptions): void {
+  const limit = options.pagination?.limit;
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)) {
+    throw invalid(`pagination.limit must be a whole number from 1 to ${MAX_LIMIT}`, "queryOptions.pagination.limit");
+  }
+  const offset = options.pagination?.offset;
+  if (offset !== undefined && (!Number.isInteger(offset) || offset < 0)) throw invalid("pagination.offset must be a whole number from 0", "queryOptions.pagination.offset");
+  orderTerms(options.sorting?.order);
+  filterPredicates(options.filter);
+  const aggregation = options.aggregation;
+  if (aggregation !== undefined) {
+    if (aggregation.metric !== undefined && !(METRICS as readonly string[]).includes(aggregation.metric)) {
+      throw invalid(`unknown aggregation.metric "${aggregation.metric}"; one of: ${METRICS.join(", ")}`, "queryOptions.aggregation.metric");
+    }
+    if (aggregation.interval === undefined) throw invalid("aggregation.interval is required", "queryOptions.aggregation.interval");
+    checkInterval(aggregation.interval);
+    if (aggregation.gapStrategy !== undefined) checkGapStrategy(aggregation.gapStrategy);
+  }
+}
+
 /** SQL for the start of the bucket holding `ts`, in the range's zone. */
 function bucketSql(knex: Knex, interval: Interval, range: ResolvedRange): Knex.Raw {
   const fixed = fixedLengthMs(interval);

@@ -1,7 +1,7 @@
 import type { Knex } from "knex";
-import { ProblemError } from "../errors.js";
+import { ProblemError, type ProblemDetail } from "../errors.js";
 import { resolveEventDateRange, type EventDateRange } from "./periods.js";
-import { aggregateEvents, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
+import { aggregateEvents, checkQueryOptions, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
 
 export const QUERY_TYPES = ["EVENTS", "AGGREGATION", "SINGLEAGGREGATION"] as const;
 export type QueryType = (typeof QUERY_TYPES)[number];
@@ -17,6 +17,23 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function invalid(message: string, path: string, status = 400): ProblemError {
   return new ProblemError("INVALID_REQUEST", message, { status, errors: [{ path, message }] });
+}
+
+/** What is wrong with a series request, found without running it (paths as in a request body). */
+export function seriesRequestProblems(request: SeriesRequest): ProblemDetail[] {
+  const problems: ProblemDetail[] = [];
+  const collect = (check: () => void) => {
+    try {
+      check();
+    } catch (err) {
+      if (!(err instanceof ProblemError)) throw err;
+      problems.push(...(err.errors ?? [{ message: err.message }]));
+    }
+  };
+  // The zone given, or any valid one: only the shape is checked here.
+  collect(() => resolveEventDateRange(request.eventDateRange, new Date(), "UTC"));
+  collect(() => checkQueryOptions(request.queryOptions ?? {}));
+  return problems;
 }
 
 /** Time-series queries of a tenant: one item, many items, or one timeline over many (contract §4). */
@@ -40,8 +57,8 @@ export class TimeSeries {
    * Series of many items in one statement: each item's raw events, or each item's buckets when an
    * aggregation is asked for. The transform's timelines use this, one call for all their items.
    */
-  async series(tenant: string, itemIds: string[], request: SeriesRequest): Promise<Map<string, SeriesAnswer>> {
-    const range = resolveEventDateRange(request.eventDateRange, this.clock(), this.defaultZone);
+  async series(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock()): Promise<Map<string, SeriesAnswer>> {
+    const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
     const options = request.queryOptions ?? {};
     const ids = [...new Set(itemIds.map((id) => id.toLowerCase()))];
     const answer = new Map<string, SeriesAnswer>();

@@ -11,6 +11,9 @@ export interface TransformLimits {
   maxSequence: number;
 }
 
+/** The bound function `$events(itemId, options)`. */
+export const EVENTS_FUNCTION = "events";
+
 export const DEFAULT_TRANSFORM_LIMITS: Omit<TransformLimits, "timeoutMs"> = { maxDepth: 500, maxSequence: 1_000_000 };
 
 /** A transform compiled once; evaluated many times with per-request bindings, never changed. */
@@ -88,6 +91,13 @@ export function compileTransform(text: string, limits: TransformLimits): { trans
 export interface TransformInput {
   queryOutput: Record<string, unknown[]>;
   params: Record<string, unknown>;
+  /**
+   * Timelines loaded before the evaluation, by timeline name, then item id: what `name: id`
+   * inside result() stands for (one batched query per timeline, not one per entity).
+   */
+  timelines?: Map<string, Map<string, unknown>>;
+  /** `$events(itemId, options)`: the events or buckets of one item (contract §4). */
+  events?: (itemId: string, options: unknown) => Promise<unknown>;
 }
 
 /**
@@ -96,13 +106,20 @@ export interface TransformInput {
  * is a 422 TRANSFORM_FAILED naming the reason and, where JSONata gives one, the position.
  */
 export async function evaluateTransform(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
+  const timelines = input.timelines ?? new Map<string, Map<string, unknown>>();
   const bindings: Record<string, unknown> = {
     [RESULT_FUNCTION]: (label: string, fields: [string, string][]) =>
       (input.queryOutput[label] ?? []).map((entity) => {
         const record = entity as Record<string, unknown>;
-        return Object.fromEntries(fields.map(([alias, field]) => [alias, record[field] ?? null]));
+        return Object.fromEntries(
+          fields.map(([alias, field]) => {
+            const timeline = field === "id" ? timelines.get(alias) : undefined;
+            return [alias, timeline !== undefined ? (timeline.get(String(record.id)) ?? null) : (record[field] ?? null)];
+          }),
+        );
       }),
   };
+  if (input.events !== undefined) bindings[EVENTS_FUNCTION] = input.events;
   for (const name of transform.params) bindings[paramVariable(name)] = input.params[name];
 
   let timer: NodeJS.Timeout | undefined;
