@@ -1,0 +1,118 @@
+/**
+ * Time-series speed, each against a baseline in the same run:
+ *  1. aggregating 10 million events of one item into 15-minute and Daily Europe/Brussels buckets,
+ *     next to the hand-written SQL GROUP BY of the same result (target: within 1.3×);
+ *  2. bulk ingest (the service's batched upsert) next to PostgreSQL COPY of the same rows.
+ *
+ *   npm run build && node dist/bench/timeseries.js [--events=10000000] [--ingest=500000] [--runs=3]
+ */
+import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import pg from "pg";
+import { from as copyFrom } from "pg-copy-streams";
+import { openDatabase } from "../src/db/database.js";
+import { ingestEvents } from "../src/timeseries/ingest.js";
+import { TimeSeries } from "../src/timeseries/service.js";
+import { option } from "./harness.js";
+
+const eventCount = Number(option("events", "10000000"));
+const ingestCount = Number(option("ingest", "500000"));
+const runs = Number(option("runs", "3"));
+const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
+const ZONE = "Europe/Brussels";
+const START = Date.UTC(2023, 0, 1);
+const STEP_MS = 3000;
+
+async function best(fn: () => Promise<unknown>): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await fn();
+    times.push(performance.now() - t);
+  }
+  return Math.min(...times);
+}
+
+async function main(): Promise<void> {
+  const db = await openDatabase({ databaseUrl, dataDir: "memory://", poolSize: 4 });
+  const tenant = `bench-ts-${randomUUID()}`;
+  const item = randomUUID();
+  try {
+    await db.knex("entities").insert({ tenant, id: item, type: "Item", key: "bench", attributes: JSON.stringify({ itemAction: "INGEST" }) });
+    let t = performance.now();
+    await db.knex.raw(
+      `insert into events (tenant, item_id, ts, value)
+       select ?, ?::uuid, to_timestamp(? / 1000.0) + g * interval '3 seconds', (g % 1000) / 10.0 from generate_series(0, ? - 1) g`,
+      [tenant, item, START, eventCount],
+    );
+    await db.knex.raw("analyze events");
+    console.log(`seeded ${eventCount.toLocaleString("en")} events in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+
+    const from = new Date(START).toISOString();
+    const to = new Date(START + eventCount * STEP_MS).toISOString();
+    const series = new TimeSeries(db.knex, ZONE);
+    const ours = (interval: string) =>
+      series.series(tenant, [item], { eventDateRange: { period: "Custom range", from, to, timeZone: ZONE }, queryOptions: { aggregation: { metric: "avg", interval: interval as never } } });
+
+    const origin = (await ours("15 minute")).get(item) as { buckets: { timestamp: string }[] };
+    const handWritten: Record<string, string> = {
+      "15 minute": `select date_bin('15 minutes', ts, ?::timestamptz) as b, avg(value) from events
+                    where tenant = ? and item_id = ? and ts >= ? and ts < ? group by 1 order by 1`,
+      Daily: `select date_trunc('day', ts, '${ZONE}') as b, avg(value) from events
+              where tenant = ? and item_id = ? and ts >= ? and ts < ? group by 1 order by 1`,
+    };
+    for (const interval of ["15 minute", "Daily"]) {
+      const bindings = interval === "Daily" ? [tenant, item, from, to] : [origin.buckets[0]!.timestamp, tenant, item, from, to];
+      const check = (await db.knex.raw(handWritten[interval]!, bindings)) as { rows: { avg: number }[] };
+      const mine = (await ours(interval)).get(item) as { buckets: { value: number | null }[] };
+      const filled = mine.buckets.filter((b) => b.value !== null);
+      if (filled.length !== check.rows.length || Math.abs(filled[5]!.value! - Number(check.rows[5]!.avg)) > 1e-9) throw new Error(`${interval}: results differ`);
+      const baseline = await best(() => db.knex.raw(handWritten[interval]!, bindings));
+      const service = await best(() => ours(interval));
+      console.log(
+        `aggregate ${eventCount.toLocaleString("en")} events, ${interval.padEnd(9)}: hand-written GROUP BY ${baseline.toFixed(0)} ms, service ${service.toFixed(0)} ms, ratio ${(service / baseline).toFixed(2)}x (${mine.buckets.length} buckets)`,
+      );
+    }
+
+    // Ingest: the same rows through the service and through COPY, each into a tenant of its own.
+    const rows = Array.from({ length: ingestCount }, (_, i) => ({ timestamp: new Date(START + i * 1000).toISOString(), value: i % 977, sourceId: "bench" }));
+    const ingestTenant = `${tenant}-ingest`;
+    await db.knex("entities").insert({ tenant: ingestTenant, id: item, type: "Item", key: "bench", attributes: "{}" });
+    t = performance.now();
+    const result = await ingestEvents(db.knex, ingestTenant, rows, { itemId: item });
+    const serviceMs = performance.now() - t;
+    if (result.stored !== ingestCount) throw new Error("ingest stored too few rows");
+
+    const copyTenant = `${tenant}-copy`;
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    t = performance.now();
+    const copy = client.query(copyFrom("COPY events (tenant, item_id, ts, source_id, value) FROM STDIN WITH (FORMAT csv)"));
+    await pipeline(
+      Readable.from(
+        (function* () {
+          for (const r of rows) yield `${copyTenant},${item},${r.timestamp},${r.sourceId},${r.value}\n`;
+        })(),
+      ),
+      copy,
+    );
+    const copyMs = performance.now() - t;
+    await client.end();
+    const rate = (ms: number) => Math.round(ingestCount / (ms / 1000)).toLocaleString("en");
+    console.log(
+      `ingest ${ingestCount.toLocaleString("en")} events: service ${rate(serviceMs)} events/s (${serviceMs.toFixed(0)} ms), COPY ${rate(copyMs)} events/s (${copyMs.toFixed(0)} ms), ratio ${(serviceMs / copyMs).toFixed(2)}x the time of COPY`,
+    );
+    await db.knex("events").whereIn("tenant", [ingestTenant, copyTenant]).del();
+    await db.knex("entities").where({ tenant: ingestTenant }).del();
+  } finally {
+    await db.knex("events").where({ tenant }).del();
+    await db.knex("entities").where({ tenant }).del();
+    await db.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
