@@ -10,6 +10,9 @@ export interface EntityInput {
   id?: string;
 }
 
+/** How an Item's series comes about (spec §2.2): ingested and stored, streamed live, or calculated. */
+export const ITEM_ACTIONS = ["INGEST", "STREAM", "CALCULATE"];
+
 /** Rows per INSERT: five bound values each keeps a statement far below PostgreSQL's 65,535 parameters. */
 const UPSERT_CHUNK = 1000;
 const UNIQUE_VIOLATION = "23505";
@@ -24,6 +27,10 @@ export async function upsertEntities(knex: Knex, tenant: string, inputs: EntityI
   inputs.forEach((input, index) => {
     const problem = attributeProblem(input.attributes ?? {});
     if (problem !== undefined) problems.push({ path: `entities[${index}].attributes`, message: problem });
+    const action = input.attributes?.itemAction;
+    if (input.type === "Item" && action !== undefined && !ITEM_ACTIONS.includes(action as string)) {
+      problems.push({ path: `entities[${index}].attributes.itemAction`, message: `itemAction of an Item must be one of ${ITEM_ACTIONS.join(", ")}` });
+    }
   });
   if (problems.length > 0) throw new ProblemError("INVALID_REQUEST", `${problems.length} entities are not valid`, { errors: problems });
 

@@ -58,6 +58,16 @@ describeEachBackend("graph data API", (ctx) => {
     expect(((await call("GET", "/graph/entities")).json() as { total: number }).total).to.equal(0);
   });
 
+  it("accepts an Item's itemAction INGEST, STREAM or CALCULATE and nothing else", async () => {
+    const ok = await call("POST", "/graph/entities", {
+      entities: ["INGEST", "STREAM", "CALCULATE"].map((itemAction) => ({ type: "Item", key: itemAction, attributes: { itemAction } })),
+    });
+    expect(ok.statusCode).to.equal(200);
+    const bad = await call("POST", "/graph/entities", { entities: [{ type: "Item", key: "x", attributes: { itemAction: "GUESS" } }] });
+    expect(bad.statusCode).to.equal(400);
+    expect((bad.json() as { errors: { path: string }[] }).errors[0]?.path).to.equal("entities[0].attributes.itemAction");
+  });
+
   it("pages through entities by type and key", async () => {
     const entities = Array.from({ length: 5 }, (_, i) => ({ type: "P", key: `k${i}` }));
     await call("POST", "/graph/entities", { entities });

@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { createLinks } from "../../src/graph/links.js";
+import { bucketStart, fixedLengthMs, INTERVALS } from "../../src/timeseries/buckets.js";
 import { ingestEvents } from "../../src/timeseries/ingest.js";
 import { TimeSeries } from "../../src/timeseries/service.js";
 import { describeEachBackend } from "../support/backends.js";
@@ -133,5 +134,39 @@ describeEachBackend("time-series filters and timelines", (ctx) => {
     expect((answer.get(a) as { events: unknown[] }).events).to.have.length(4);
     const yesterday = await series.series(ctx.tenant, [a], { eventDateRange: { period: "Yesterday", timeZone: "UTC" } });
     expect((yesterday.get(a) as { events: unknown[] }).events).to.have.length(0);
+  });
+});
+
+describeEachBackend("SQL buckets against the calendar", (ctx) => {
+  it("puts every event in the bucket the calendar says, for all eleven intervals, across both DST changes", async () => {
+    const [stored] = await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "Item", key: "cal" }]);
+    const item = stored!.id;
+    // Events at an awkward stride over 2024 (a leap year), and dense ones over the two Brussels DST changes.
+    const year = Array.from({ length: 600 }, (_, i) => Date.UTC(2023, 11, 31, 23) + i * 52_993_000).filter((t) => t < Date.UTC(2024, 11, 31, 23));
+    const dense = (around: number) => Array.from({ length: 400 }, (_, i) => around - 86_400_000 + i * 433_000);
+    const times = [...new Set([...year, ...dense(Date.UTC(2024, 2, 31, 1)), ...dense(Date.UTC(2024, 9, 27, 1))])].sort((x, y) => x - y);
+    await ingestEvents(ctx.db.knex, ctx.tenant, times.map((t, i) => ({ itemId: item, timestamp: new Date(t).toISOString(), value: i })));
+    const series = new TimeSeries(ctx.db.knex, "Europe/Brussels");
+    const windows: [string, string][] = [
+      ["2024-03-29T00:00:00Z", "2024-04-02T00:00:00Z"],
+      ["2024-10-25T00:00:00Z", "2024-10-29T00:00:00Z"],
+    ];
+    for (const interval of INTERVALS) {
+      const ranges = fixedLengthMs(interval) !== undefined ? windows : [["2023-12-31T23:00:00Z", "2024-12-31T23:00:00Z"] as [string, string]];
+      for (const [from, to] of ranges) {
+        const inRange = times.filter((t) => t >= Date.parse(from) && t < Date.parse(to));
+        const answer = (await series.series(ctx.tenant, [item], { eventDateRange: { period: "Custom range", from, to }, queryOptions: { aggregation: { metric: "count", interval } } })).get(item) as {
+          buckets: { timestamp: string; value: number }[];
+        };
+        const expected = new Map<number, number>();
+        for (const t of inRange) {
+          const b = bucketStart(t, interval, "Europe/Brussels");
+          expected.set(b, (expected.get(b) ?? 0) + 1);
+        }
+        const got = new Map(answer.buckets.filter((b) => b.value > 0).map((b) => [Date.parse(b.timestamp), b.value]));
+        expect(got, `${interval} ${from}`).to.deep.equal(expected);
+        expect(answer.buckets.reduce((sum, b) => sum + b.value, 0), interval).to.equal(inRange.length);
+      }
+    }
   });
 });
