@@ -1,0 +1,124 @@
+import { all, create, type MathNode } from "mathjs";
+
+/** Variables every expression may use besides its scope names (spec §2.2). */
+export const INTERNAL_VARIABLES = ["time", "from", "to", "interval", "now", "index", "previousValue", "previousPreviousValue", "firstValue"] as const;
+
+/** Pure functions an expression may call; anything else (import, evaluate, parse, simplify, derivative, createUnit …) is refused. */
+const FUNCTIONS = new Set([
+  "abs", "sqrt", "cbrt", "exp", "expm1", "log", "log10", "log2", "log1p", "pow", "min", "max", "mean", "median", "sum", "prod",
+  "round", "floor", "ceil", "fix", "sign", "mod", "hypot", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+  "isNaN", "not", "and", "or", "xor", "equal", "unequal", "larger", "smaller", "largerEq", "smallerEq", "clamp",
+]);
+const CONSTANTS = new Set(["pi", "e", "PI", "E", "tau", "phi"]);
+const OPERATOR_NODES = new Set(["OperatorNode", "ParenthesisNode", "ConditionalNode", "ConstantNode", "SymbolNode", "FunctionNode"]);
+
+// One restricted instance: the functions an attacker would reach for are replaced by refusals,
+// behind the syntax check below that already never lets them be called.
+const math = create(all);
+// Kept for this module before the instance's own `parse` is replaced by a refusal.
+const parse = math.parse.bind(math);
+const clamp = (x: number, low: number, high: number) => Math.min(Math.max(x, low), high);
+math.import({ clamp }, { override: true });
+const refuse = (name: string) => () => {
+  throw new Error(`${name} is not available in a calculation`);
+};
+math.import(Object.fromEntries(["import", "createUnit", "evaluate", "parse", "simplify", "derivative", "compile", "resolve", "reviver"].map((n) => [n, refuse(n)])), { override: true });
+
+export interface ExpressionProblem {
+  message: string;
+  /** 1-based column in the expression, where known. */
+  column?: number;
+}
+
+/** An expression checked and compiled once; evaluated per bucket. */
+export interface CompiledExpression {
+  text: string;
+  /** The names it reads: scope names and internal variables. */
+  variables: Set<string>;
+  evaluate(values: Readonly<Record<string, number | null>>): number | null;
+}
+
+/**
+ * Parses an expression and checks it is arithmetic over known names only: numbers, operators,
+ * conditionals, the allowed pure functions, constants, and the names in `known` (scope names and
+ * internal variables). No assignment, function or unit definition, object, string, matrix or
+ * property access. Every problem is returned, with its column where mathjs gives one.
+ */
+export function compileExpression(text: string, known: ReadonlySet<string>): { expression?: CompiledExpression; problems: ExpressionProblem[] } {
+  let root: MathNode;
+  try {
+    root = parse(text);
+  } catch (err) {
+    const char = (err as { char?: number }).char;
+    return { problems: [{ message: `the expression does not parse: ${(err as Error).message}`, ...(typeof char === "number" ? { column: char + 1 } : {}) }] };
+  }
+  const problems: ExpressionProblem[] = [];
+  const variables = new Set<string>();
+  root.traverse((node: MathNode, path: string, parent: MathNode | null) => {
+    if (!OPERATOR_NODES.has(node.type)) {
+      problems.push({ message: `${describe(node)} is not allowed in a calculation: only arithmetic, comparisons, conditionals and pure functions` });
+      return;
+    }
+    if (node.type === "ConstantNode") {
+      const value = (node as unknown as { value: unknown }).value;
+      if (typeof value !== "number" && typeof value !== "boolean") problems.push({ message: `the constant ${JSON.stringify(value)} is not a number` });
+      return;
+    }
+    if (node.type === "FunctionNode") {
+      const fn = (node as unknown as { fn: MathNode }).fn;
+      const name = fn.type === "SymbolNode" ? (fn as unknown as { name: string }).name : undefined;
+      if (name === undefined || !FUNCTIONS.has(name)) problems.push({ message: `function ${name ?? "(computed)"} is not allowed; allowed: ${[...FUNCTIONS].join(", ")}` });
+      return;
+    }
+    if (node.type === "SymbolNode") {
+      if (parent?.type === "FunctionNode" && path === "fn") return;
+      const name = (node as unknown as { name: string }).name;
+      if (known.has(name)) variables.add(name);
+      else if (!CONSTANTS.has(name)) problems.push({ message: `unknown variable "${name}": not a scope name nor an internal variable (${INTERNAL_VARIABLES.join(", ")})` });
+    }
+  });
+  if (problems.length > 0) return { problems };
+  const code = root.compile();
+  return {
+    problems,
+    expression: {
+      text,
+      variables,
+      evaluate(values) {
+        // A missing value is NaN, so it makes the result not finite, which is null.
+        const scope: Record<string, number> = {};
+        for (const name of variables) scope[name] = values[name] ?? Number.NaN;
+        let result: unknown;
+        try {
+          result = code.evaluate(scope);
+        } catch {
+          return null;
+        }
+        const n = typeof result === "boolean" ? Number(result) : result;
+        return typeof n === "number" && Number.isFinite(n) ? n : null;
+      },
+    },
+  };
+}
+
+function describe(node: MathNode): string {
+  switch (node.type) {
+    case "AssignmentNode":
+      return "an assignment";
+    case "FunctionAssignmentNode":
+      return "a function definition";
+    case "AccessorNode":
+    case "IndexNode":
+      return "property or index access";
+    case "ObjectNode":
+      return "an object";
+    case "ArrayNode":
+      return "a matrix";
+    case "BlockNode":
+      return "several statements";
+    case "RangeNode":
+      return "a range";
+    default:
+      return node.type;
+  }
+}
