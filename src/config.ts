@@ -27,6 +27,8 @@ export interface Config {
   queryMaxRows: number;
   /** Longest a transform may run, sub-queries included. Default 2000 ms. */
   transformTimeoutMs: number;
+  /** Longest one calculation may run, nested ones included. Default 10000 ms. */
+  calculationTimeoutMs: number;
   /** Longest a graceful shutdown waits for work in flight. Default 30000 ms. */
   shutdownTimeoutMs: number;
   /** winston level, or `silent`. Default `info`. */
@@ -113,6 +115,7 @@ const envSchema = z.object({
   QUERY_TIMEOUT_MS: integer("QUERY_TIMEOUT_MS", 1, 3_600_000).optional(),
   QUERY_MAX_ROWS: integer("QUERY_MAX_ROWS", 1, 10_000_000).optional(),
   TRANSFORM_TIMEOUT_MS: integer("TRANSFORM_TIMEOUT_MS", 1, 3_600_000).optional(),
+  CALCULATION_TIMEOUT_MS: integer("CALCULATION_TIMEOUT_MS", 1, 3_600_000).optional(),
   SHUTDOWN_TIMEOUT_MS: integer("SHUTDOWN_TIMEOUT_MS", 0, 3_600_000).optional(),
   LOG_LEVEL: z.enum(["error", "warn", "info", "debug", "silent"], "LOG_LEVEL must be one of error, warn, info, debug, silent").optional(),
   CAMUNDA_URL: optionalText.refine(
@@ -164,6 +167,7 @@ export function loadConfig(env: Env = processEnvironment()): Config {
     queryTimeoutMs: e.QUERY_TIMEOUT_MS ?? 5000,
     queryMaxRows: e.QUERY_MAX_ROWS ?? 10_000,
     transformTimeoutMs: e.TRANSFORM_TIMEOUT_MS ?? 2000,
+    calculationTimeoutMs: e.CALCULATION_TIMEOUT_MS ?? 10_000,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS ?? 30_000,
     logLevel: e.LOG_LEVEL ?? "info",
     camundaUrl: e.CAMUNDA_URL,

@@ -1,5 +1,6 @@
 import type { Config } from "./config.js";
 import type { Database } from "./db/database.js";
+import { Calculations } from "./calculation/service.js";
 import { ApiDefinitions } from "./definitions/service.js";
 import { TimeSeries } from "./timeseries/service.js";
 import { DEFAULT_TRANSFORM_LIMITS } from "./transform/transform.js";
@@ -8,12 +9,15 @@ import { DEFAULT_TRANSFORM_LIMITS } from "./transform/transform.js";
 export interface Services {
   apiDefinitions: ApiDefinitions;
   timeSeries: TimeSeries;
+  calculations: Calculations;
 }
 
 export function createServices(config: Config, db: Database): Services {
   const timeSeries = new TimeSeries(db.knex, config.defaultTimeZone);
+  const query = { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows };
   return {
     timeSeries,
+    calculations: new Calculations(db.knex, db.graph, timeSeries, { timeoutMs: config.calculationTimeoutMs, query }),
     apiDefinitions: new ApiDefinitions(db.knex, db.graph, timeSeries, {
       query: { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows },
       transform: { ...DEFAULT_TRANSFORM_LIMITS, timeoutMs: config.transformTimeoutMs },

@@ -18,6 +18,7 @@ import type { Logger } from "../logger.js";
 import type { Services } from "../services.js";
 import type { Authenticator, Principal } from "./auth.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
+import { calculationRoutes } from "./routes/calculations.js";
 import { eventRoutes } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
@@ -134,6 +135,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   graphRoutes(app, deps);
   apiDefinitionRoutes(app, deps);
   eventRoutes(app, deps);
+  calculationRoutes(app, deps);
   return app;
 }
 

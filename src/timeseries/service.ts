@@ -40,7 +40,7 @@ export function seriesRequestProblems(request: SeriesRequest): ProblemDetail[] {
 export class TimeSeries {
   constructor(
     private readonly knex: Knex,
-    private readonly defaultZone: string,
+    readonly defaultZone: string,
     /** The current instant; taken once per request (tests pass a fixed one). */
     private readonly clock: () => Date = () => new Date(),
   ) {}
@@ -68,6 +68,13 @@ export class TimeSeries {
       for (const [id, events] of await queryEvents(this.knex, tenant, ids, range, options)) answer.set(id, { events });
     }
     return answer;
+  }
+
+  /** One aggregated timeline over all the events of the items (a calculation's open/close across items). */
+  async singleTimeline(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock()): Promise<BucketJson[]> {
+    const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
+    const ids = [...new Set(itemIds.map((id) => id.toLowerCase()))];
+    return (await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: ids }, range, request.queryOptions ?? {})).get("")!;
   }
 
   /** `POST /timeline/query` (contract §8). */

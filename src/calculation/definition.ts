@@ -1,0 +1,260 @@
+import type { ProblemDetail } from "../errors.js";
+import { QuerySyntaxError } from "../graph/query/errors.js";
+import { compileQuery, type CompiledQuery } from "../graph/query/compiler.js";
+import { parseQuery } from "../graph/query/parser.js";
+import type { EventDateRange } from "../timeseries/periods.js";
+import type { QueryOptions } from "../timeseries/query.js";
+import { seriesRequestProblems } from "../timeseries/service.js";
+import { compileExpression, INTERNAL_VARIABLES, type CompiledExpression } from "./expression.js";
+import { REDUCE_TYPES, type ReduceType } from "./reduce.js";
+
+export const CALCULATION_TYPES = ["EXPRESSION", "STATE-EXPRESSION", "CALCULATION"] as const;
+export type CalculationType = (typeof CALCULATION_TYPES)[number];
+/** Scope types: the four of the spec, and the series-input alternatives it lists beside them. */
+export const SCOPE_TYPES = ["TIMESERIES", "VALUE", "REDUCE", "EXPRESSION", "id", "firstValue", "lastValue", "aggregation"] as const;
+export type ScopeType = (typeof SCOPE_TYPES)[number];
+export const ITEM_METRICS = ["avg", "count", "min", "max", "sum", "multiply", "open", "close"] as const;
+export type ItemMetric = (typeof ITEM_METRICS)[number];
+
+export interface TimeseriesSpec {
+  /** `{{?label}}`: the items the calculation's select query binds to that label. */
+  selectVariable?: string;
+  items?: { id: string; indexSetId?: string }[];
+  lag?: number;
+  bucketIndex?: number;
+  metric?: ItemMetric;
+  queryType?: "EVENTS" | "AGGREGATION" | "SINGLEAGGREGATION";
+  eventDateRange?: EventDateRange;
+  queryOptions?: QueryOptions;
+}
+
+export interface ScopeEntry {
+  type?: ScopeType;
+  timeseries?: TimeseriesSpec;
+  value?: number;
+  reduce?: { reduceType: ReduceType; eventDateRange?: EventDateRange };
+  /** type EXPRESSION: the externalId of the definition whose result is this input. */
+  expression?: string;
+}
+
+export interface CalculationBlock {
+  select?: string;
+  expression?: string;
+  /** CALCULATION: named steps, each over the scope and earlier steps; `output` names the result. */
+  steps?: { name: string; expression: string }[];
+  output?: string;
+  expressionType?: "VALUE" | "TIMESERIES";
+  eventDateRange?: EventDateRange;
+  queryOptions?: QueryOptions;
+  removeBuckets?: number[];
+  scope?: Record<string, ScopeEntry>;
+}
+
+export interface CalculationData {
+  inputDefinitions?: { name: string; type?: "ITEM" | "VALUE"; label?: string }[];
+  calculation?: CalculationBlock;
+}
+
+export interface CalculationDefinitionInput {
+  name?: string;
+  externalId: string;
+  calculationType: CalculationType;
+  active?: boolean;
+  data: CalculationData;
+}
+
+export interface CalculationDefinition extends CalculationDefinitionInput {
+  id: string;
+  name: string;
+  active: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A definition checked and compiled. */
+export interface CompiledCalculation {
+  definition: CalculationDefinitionInput;
+  block: CalculationBlock;
+  scope: Record<string, ScopeEntry & { type: ScopeType }>;
+  select: CompiledQuery | undefined;
+  /** The expression, or the steps in an order where each comes after what it reads. */
+  steps: { name: string; expression: CompiledExpression }[];
+  output: string;
+}
+
+const SCOPE_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
+const SELECT_VARIABLE = /^\{\{\s*\?([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/;
+export const RESULT_STEP = "result";
+
+/**
+ * Checks a calculation definition and compiles it; every problem is listed with its path.
+ * `references(externalId)` gives the definitions an EXPRESSION scope may name (undefined: none
+ * such), so that references can be checked and cycles found.
+ */
+export function checkCalculation(
+  input: CalculationDefinitionInput,
+  references: (externalId: string) => CalculationDefinitionInput | undefined,
+): { compiled?: CompiledCalculation; problems: ProblemDetail[] } {
+  const problems: ProblemDetail[] = [];
+  const problem = (path: string, message: string, extra: Partial<ProblemDetail> = {}) => problems.push({ path, message, ...extra });
+  if (!(CALCULATION_TYPES as readonly string[]).includes(input.calculationType)) {
+    problem("calculationType", `calculationType must be one of ${CALCULATION_TYPES.join(", ")}`);
+  }
+  const block = input.data?.calculation;
+  if (block === undefined || block === null || typeof block !== "object") {
+    problem("data.calculation", "data.calculation is required");
+    return { problems };
+  }
+  const scopeIn = block.scope ?? {};
+  const scope: Record<string, ScopeEntry & { type: ScopeType }> = {};
+  let select: CompiledQuery | undefined;
+  if (block.select !== undefined) {
+    try {
+      select = compileQuery(parseQuery(block.select));
+    } catch (err) {
+      if (!(err instanceof QuerySyntaxError)) throw err;
+      for (const e of err.errors ?? []) problems.push({ ...e, path: "data.calculation.select" });
+    }
+  }
+  const inputs = new Map((input.data.inputDefinitions ?? []).map((d) => [d.name, d]));
+  for (const [name, definition] of inputs) {
+    if (!(name in scopeIn)) problem("data.inputDefinitions", `input "${name}" is not a scope name`);
+    if (definition.type !== undefined && definition.type !== "ITEM" && definition.type !== "VALUE") problem("data.inputDefinitions", `input "${name}": type must be ITEM or VALUE`);
+  }
+
+  for (const [name, entry] of Object.entries(scopeIn)) {
+    const path = `data.calculation.scope.${name}`;
+    if (!SCOPE_NAME.test(name)) problem(path, `scope name "${name}" must start with a letter (then letters, digits, _)`);
+    if ((INTERNAL_VARIABLES as readonly string[]).includes(name)) problem(path, `scope name "${name}" is an internal variable`);
+    const type = entry?.type ?? "TIMESERIES";
+    if (!(SCOPE_TYPES as readonly string[]).includes(type)) {
+      problem(`${path}.type`, `type must be one of ${SCOPE_TYPES.join(", ")}`);
+      continue;
+    }
+    scope[name] = { ...entry, type };
+    const chosen = inputs.has(name);
+    if (type === "VALUE") {
+      if (!chosen && (typeof entry.value !== "number" || !Number.isFinite(entry.value))) problem(`${path}.value`, "a VALUE scope needs a number (or an input of that name)");
+      continue;
+    }
+    if (type === "EXPRESSION") {
+      if (typeof entry.expression !== "string" || entry.expression === "") problem(`${path}.expression`, "an EXPRESSION scope names another definition's externalId");
+      else if (entry.expression !== input.externalId && references(entry.expression) === undefined) {
+        problem(`${path}.expression`, `there is no calculation definition "${entry.expression}" in this tenant`);
+      }
+      continue;
+    }
+    if (type === "REDUCE" && !(REDUCE_TYPES as readonly string[]).includes(entry.reduce?.reduceType as string)) {
+      problem(`${path}.reduce.reduceType`, `reduceType must be one of ${REDUCE_TYPES.join(", ")}`);
+    }
+    const ts = entry.timeseries ?? {};
+    if (ts.selectVariable !== undefined) {
+      const label = SELECT_VARIABLE.exec(ts.selectVariable)?.[1];
+      if (label === undefined) problem(`${path}.timeseries.selectVariable`, "selectVariable has the form {{?label}}");
+      else if (block.select === undefined) problem(`${path}.timeseries.selectVariable`, `{{?${label}}} needs data.calculation.select`);
+      else if (select !== undefined && !select.labels.some((l) => l.name === label && l.kind === "entity")) {
+        problem(`${path}.timeseries.selectVariable`, `the select query does not bind ?${label}`);
+      }
+    } else if (ts.items === undefined && !chosen) {
+      problem(`${path}.timeseries`, "a series input needs timeseries.selectVariable, timeseries.items or an input of that name");
+    }
+    if (ts.metric !== undefined && !(ITEM_METRICS as readonly string[]).includes(ts.metric)) problem(`${path}.timeseries.metric`, `metric must be one of ${ITEM_METRICS.join(", ")}`);
+    if (ts.lag !== undefined && !(Number.isInteger(ts.lag) && ts.lag >= 0)) problem(`${path}.timeseries.lag`, "lag is a whole number from 0");
+    if (ts.bucketIndex !== undefined && !Number.isInteger(ts.bucketIndex)) problem(`${path}.timeseries.bucketIndex`, "bucketIndex is a whole number (negative counts from the end)");
+    if (ts.queryType !== undefined && !["EVENTS", "AGGREGATION", "SINGLEAGGREGATION"].includes(ts.queryType)) problem(`${path}.timeseries.queryType`, "queryType must be EVENTS, AGGREGATION or SINGLEAGGREGATION");
+    for (const p of seriesRequestProblems({ eventDateRange: ts.eventDateRange, queryOptions: ts.queryOptions })) problems.push({ ...p, path: `${path}.timeseries.${p.path ?? ""}` });
+    if (entry.reduce?.eventDateRange !== undefined) {
+      for (const p of seriesRequestProblems({ eventDateRange: entry.reduce.eventDateRange })) problems.push({ ...p, path: `${path}.reduce.${p.path ?? ""}` });
+    }
+  }
+
+  for (const p of seriesRequestProblems({ eventDateRange: block.eventDateRange, queryOptions: block.queryOptions })) problems.push({ ...p, path: `data.calculation.${p.path ?? ""}` });
+  if (block.expressionType !== undefined && block.expressionType !== "VALUE" && block.expressionType !== "TIMESERIES") problem("data.calculation.expressionType", "expressionType must be VALUE or TIMESERIES");
+  if (block.removeBuckets !== undefined && !(Array.isArray(block.removeBuckets) && block.removeBuckets.every((i) => Number.isInteger(i)))) {
+    problem("data.calculation.removeBuckets", "removeBuckets is an array of whole numbers");
+  }
+
+  // The expression, or the steps of a calculation model.
+  const known = new Set<string>([...Object.keys(scopeIn), ...INTERNAL_VARIABLES]);
+  const rawSteps =
+    input.calculationType === "CALCULATION"
+      ? (block.steps ?? [])
+      : [{ name: RESULT_STEP, expression: block.expression as string }];
+  if (input.calculationType === "CALCULATION" && rawSteps.length === 0) problem("data.calculation.steps", "a CALCULATION needs steps: [{ name, expression }]");
+  const stepNames = new Set<string>();
+  rawSteps.forEach((step, i) => {
+    if (input.calculationType !== "CALCULATION") return;
+    if (typeof step?.name !== "string" || !SCOPE_NAME.test(step.name)) problem(`data.calculation.steps[${i}].name`, "a step name must start with a letter");
+    else if (stepNames.has(step.name) || known.has(step.name)) problem(`data.calculation.steps[${i}].name`, `step name "${step.name}" is used twice`);
+    stepNames.add(step?.name);
+  });
+  const compiledSteps = new Map<string, CompiledExpression>();
+  rawSteps.forEach((step, i) => {
+    const path = input.calculationType === "CALCULATION" ? `data.calculation.steps[${i}].expression` : "data.calculation.expression";
+    if (typeof step?.expression !== "string" || step.expression.trim() === "") {
+      problem(path, "an expression is required");
+      return;
+    }
+    const { expression, problems: found } = compileExpression(step.expression, new Set([...known, ...stepNames]));
+    for (const f of found) problem(path, f.message, f.column !== undefined ? { column: f.column } : {});
+    if (expression !== undefined) compiledSteps.set(step.name, expression);
+  });
+  const output = input.calculationType === "CALCULATION" ? (block.output ?? "") : RESULT_STEP;
+  if (input.calculationType === "CALCULATION" && !stepNames.has(output)) problem("data.calculation.output", "output must name one of the steps");
+  const ordered = orderSteps(compiledSteps, problem);
+
+  // A definition may not reach itself through EXPRESSION scopes.
+  const cycle = findCycle(input, references);
+  if (cycle !== undefined) problem("data.calculation.scope", `reference cycle: ${cycle.join(" → ")}`);
+
+  if (problems.length > 0 || ordered === undefined) return { problems };
+  return { compiled: { definition: input, block, scope, select, steps: ordered, output }, problems };
+}
+
+/** Steps in dependency order; a cycle among them is reported and gives undefined. */
+function orderSteps(steps: Map<string, CompiledExpression>, problem: (path: string, message: string) => void): { name: string; expression: CompiledExpression }[] | undefined {
+  const ordered: { name: string; expression: CompiledExpression }[] = [];
+  const state = new Map<string, "visiting" | "done">();
+  const visit = (name: string, trail: string[]): boolean => {
+    if (state.get(name) === "done") return true;
+    if (state.get(name) === "visiting") {
+      problem("data.calculation.steps", `steps depend on each other in a cycle: ${[...trail.slice(trail.indexOf(name)), name].join(" → ")}`);
+      return false;
+    }
+    state.set(name, "visiting");
+    const expression = steps.get(name)!;
+    for (const v of expression.variables) if (steps.has(v) && v !== name && !visit(v, [...trail, name])) return false;
+    if (expression.variables.has(name)) {
+      problem("data.calculation.steps", `step "${name}" reads itself`);
+      return false;
+    }
+    state.set(name, "done");
+    ordered.push({ name, expression });
+    return true;
+  };
+  for (const name of steps.keys()) if (!visit(name, [])) return undefined;
+  return ordered;
+}
+
+function findCycle(start: CalculationDefinitionInput, references: (externalId: string) => CalculationDefinitionInput | undefined): string[] | undefined {
+  const uses = (d: CalculationDefinitionInput) =>
+    Object.values(d.data?.calculation?.scope ?? {})
+      .filter((s) => s?.type === "EXPRESSION" && typeof s.expression === "string")
+      .map((s) => s.expression!);
+  const walk = (externalId: string, trail: string[]): string[] | undefined => {
+    if (externalId === start.externalId) return [...trail, externalId];
+    if (trail.includes(externalId)) return undefined; // a cycle elsewhere: reported when that one is saved
+    const next = references(externalId);
+    if (next === undefined) return undefined;
+    for (const u of uses(next)) {
+      const found = walk(u, [...trail, externalId]);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  };
+  for (const u of uses(start)) {
+    const found = walk(u, [start.externalId]);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
