@@ -15,9 +15,11 @@ export interface Services {
 export function createServices(config: Config, db: Database): Services {
   const timeSeries = new TimeSeries(db.knex, config.defaultTimeZone);
   const query = { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows };
+  const calculations = new Calculations(db.knex, db.graph, timeSeries, { timeoutMs: config.calculationTimeoutMs, query });
+  timeSeries.deriveWith((tenant, externalId, request) => calculations.calculate(tenant, externalId, request));
   return {
     timeSeries,
-    calculations: new Calculations(db.knex, db.graph, timeSeries, { timeoutMs: config.calculationTimeoutMs, query }),
+    calculations,
     apiDefinitions: new ApiDefinitions(db.knex, db.graph, timeSeries, {
       query: { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows },
       transform: { ...DEFAULT_TRANSFORM_LIMITS, timeoutMs: config.transformTimeoutMs },

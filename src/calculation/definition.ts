@@ -162,7 +162,9 @@ export function checkCalculation(
     if (ts.lag !== undefined && !(Number.isInteger(ts.lag) && ts.lag >= 0)) problem(`${path}.timeseries.lag`, "lag is a whole number from 0");
     if (ts.bucketIndex !== undefined && !Number.isInteger(ts.bucketIndex)) problem(`${path}.timeseries.bucketIndex`, "bucketIndex is a whole number (negative counts from the end)");
     if (ts.queryType !== undefined && !["EVENTS", "AGGREGATION", "SINGLEAGGREGATION"].includes(ts.queryType)) problem(`${path}.timeseries.queryType`, "queryType must be EVENTS, AGGREGATION or SINGLEAGGREGATION");
-    for (const p of seriesRequestProblems({ eventDateRange: ts.eventDateRange, queryOptions: ts.queryOptions })) problems.push({ ...p, path: `${path}.timeseries.${p.path ?? ""}` });
+    // A scope's aggregation takes its interval from the calculation: checked with one in place.
+    const scopeOptions = ts.queryOptions?.aggregation === undefined ? ts.queryOptions : { ...ts.queryOptions, aggregation: { interval: "Hourly" as const, ...ts.queryOptions.aggregation } };
+    for (const p of seriesRequestProblems({ eventDateRange: ts.eventDateRange, queryOptions: scopeOptions })) problems.push({ ...p, path: `${path}.timeseries.${p.path ?? ""}` });
     if (entry.reduce?.eventDateRange !== undefined) {
       for (const p of seriesRequestProblems({ eventDateRange: entry.reduce.eventDateRange })) problems.push({ ...p, path: `${path}.reduce.${p.path ?? ""}` });
     }

@@ -208,7 +208,13 @@ export class Calculations {
         constants.set(name, await this.lastValue(run, itemIds, ts.metric, range.to.toJSDate()));
         continue;
       }
-      const scopeOptions: QueryOptions = { ...queryOptions, ...ts.queryOptions, aggregation: { ...aggregation, ...ts.queryOptions?.aggregation, interval: aggregation.interval } };
+      // Scope options override the calculation's; the bucket size is always the calculation's.
+      // queryType EVENTS places the raw events in the buckets: the latest one of a bucket is its value.
+      const scopeOptions: QueryOptions = {
+        ...queryOptions,
+        ...ts.queryOptions,
+        aggregation: { ...aggregation, ...ts.queryOptions?.aggregation, ...(ts.queryType === "EVENTS" ? { metric: "close" as const } : {}), interval: aggregation.interval },
+      };
       const scopeRange = ts.eventDateRange ?? eventDateRange;
       let values: (number | null)[];
       if (ts.queryType === "SINGLEAGGREGATION" || ts.metric === "open" || ts.metric === "close") {

@@ -36,8 +36,18 @@ export function seriesRequestProblems(request: SeriesRequest): ProblemDetail[] {
   return problems;
 }
 
+/** Computes a derived series: the calculation named by an Item's ItemDefinition (set by the composition root). */
+export type Deriver = (tenant: string, calculationExternalId: string, request: SeriesRequest) => Promise<SeriesAnswer | { value: number | null }>;
+
 /** Time-series queries of a tenant: one item, many items, or one timeline over many (contract §4). */
 export class TimeSeries {
+  private deriver: Deriver | undefined;
+
+  /** Derived items (itemAction CALCULATE) are answered by this; calculations themselves need time series, hence the late wiring. */
+  deriveWith(deriver: Deriver): void {
+    this.deriver = deriver;
+  }
+
   constructor(
     private readonly knex: Knex,
     readonly defaultZone: string,
@@ -46,11 +56,32 @@ export class TimeSeries {
   ) {}
 
   /** `POST /items/{itemId}/events/query`: raw events, or buckets when an aggregation is asked for. */
-  async itemQuery(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer> {
+  async itemQuery(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer | { value: number | null }> {
     const id = itemId.toLowerCase();
-    const missing = await this.missingItems(tenant, [id]);
-    if (missing.length > 0) throw invalid(`there is no Item ${id} in this tenant`, "itemId", 404);
+    const item = (await this.knex("entities").where({ tenant, type: "Item", id }).first("id", this.knex.raw("attributes->>'itemAction' as action"))) as
+      | { id: string; action: string | null }
+      | undefined;
+    if (item === undefined) throw invalid(`there is no Item ${id} in this tenant`, "itemId", 404);
+    if (item.action === "CALCULATE") return this.derived(tenant, id, request);
     return (await this.series(tenant, [id], request)).get(id)!;
+  }
+
+  /**
+   * A derived item's series: its `definedBy` ItemDefinition names a calculation definition
+   * (attribute `calculationDefinition`), calculated with the request's date range and options.
+   */
+  private async derived(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer | { value: number | null }> {
+    const definition = (await this.knex("links as l")
+      .join("entities as d", function () {
+        this.on("d.tenant", "=", "l.tenant").andOn("d.id", "=", "l.to_id");
+      })
+      .where({ "l.tenant": tenant, "l.from_id": itemId, "l.relation": "definedBy", "d.type": "ItemDefinition" })
+      .first(this.knex.raw("d.attributes->>'calculationDefinition' as name"))) as { name: string | null } | undefined;
+    if (definition?.name == null) {
+      throw invalid(`Item ${itemId} is derived (itemAction CALCULATE) but has no definedBy link to an ItemDefinition naming a calculationDefinition`, "itemId", 422);
+    }
+    if (this.deriver === undefined) throw new Error("derived items are not wired");
+    return this.deriver(tenant, definition.name, request);
   }
 
   /**

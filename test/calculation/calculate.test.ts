@@ -71,6 +71,43 @@ describeEachBackend("calculation definitions", (ctx) => {
     ]);
   });
 
+  it("reads a derived item's events as the buckets of the calculation its ItemDefinition names", async () => {
+    await define("net", {
+      select: SELECT,
+      expression: "a - b",
+      queryOptions: QUARTERS,
+      removeBuckets: [0, -1],
+      scope: { a: { timeseries: { selectVariable: "{{?cons}}" } }, b: { timeseries: { selectVariable: "{{?prod}}" } } },
+    });
+    const [derived] = await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Item", key: "net", attributes: { itemAction: "CALCULATE" } },
+      { type: "ItemDefinition", key: "net-definition", attributes: { calculationDefinition: "net" } },
+    ]);
+    await createLinks(ctx.db.knex, ctx.tenant, [{ from: { type: "Item", key: "net" }, relation: "definedBy", to: { type: "ItemDefinition", key: "net-definition" } }]);
+    const res = await call("POST", `/items/${derived!.id}/events/query`, { eventDateRange: RANGE, queryOptions: QUARTERS });
+    expect(res.statusCode, res.body).to.equal(200);
+    expect(res.json()).to.deep.equal({
+      buckets: [
+        { timestamp: "2024-01-01T10:15:00.000Z", value: 4 },
+        { timestamp: "2024-01-01T10:30:00.000Z", value: 5 },
+        { timestamp: "2024-01-01T10:45:00.000Z", value: -9 },
+      ],
+    });
+  });
+
+  it("takes items from the inputs, options from the scope, and events placed in their buckets", async () => {
+    await define("doubled", { select: SELECT, expression: "a * 2", eventDateRange: RANGE, queryOptions: QUARTERS, scope: consScope });
+    expect(await values("doubled", { inputs: { a: { items: [{ id: prod }] } } })).to.deep.equal([null, 2, 4, 20, null]);
+    await define("peak", { select: SELECT, expression: "a", eventDateRange: RANGE, queryOptions: QUARTERS, scope: { a: { timeseries: { selectVariable: "{{?cons}}", queryOptions: { aggregation: { metric: "max" } } } } } });
+    expect(await values("peak")).to.deep.equal([2, 5, 7, 1, 4]);
+    await define("latest", { select: SELECT, expression: "a", eventDateRange: RANGE, queryOptions: QUARTERS, scope: { a: { timeseries: { selectVariable: "{{?cons}}", queryType: "EVENTS" } } } });
+    expect(await values("latest")).to.deep.equal([2, 5, 7, 1, 4]);
+    await define("first", { select: SELECT, expression: "a", eventDateRange: RANGE, queryOptions: QUARTERS, scope: { a: { type: "firstValue", timeseries: { selectVariable: "{{?cons}}" } } } });
+    expect(await values("first")).to.deep.equal([3, 3, 3, 3, 3]);
+    await define("lastv", { select: SELECT, expression: "a", eventDateRange: RANGE, queryOptions: QUARTERS, scope: { a: { type: "lastValue", timeseries: { selectVariable: "{{?cons}}" } } } });
+    expect(await values("lastv")).to.deep.equal([4, 4, 4, 4, 4]);
+  });
+
   it("applies a VALUE scope in every bucket, and takes it from the inputs when given", async () => {
     await define("scaled", { select: SELECT, expression: "a * f", eventDateRange: RANGE, queryOptions: QUARTERS, scope: { ...consScope, f: { type: "VALUE", value: 2 } } });
     expect(await values("scaled")).to.deep.equal([6, 10, 14, 2, 8]);
