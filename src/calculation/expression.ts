@@ -79,15 +79,17 @@ export function compileExpression(text: string, known: ReadonlySet<string>): { e
   });
   if (problems.length > 0) return { problems };
   const code = root.compile();
+  const variableList = [...variables];
   return {
     problems,
     expression: {
       text,
       variables,
       evaluate(values) {
-        // A missing value is NaN, so it makes the result not finite, which is null.
-        const scope: Record<string, number> = {};
-        for (const name of variables) scope[name] = values[name] ?? Number.NaN;
+        // A missing value is NaN, so it makes the result not finite, which is null. mathjs takes
+        // a Map scope as it is (a plain object is wrapped anew on every call).
+        const scope = new Map<string, number>();
+        for (const name of variableList) scope.set(name, values[name] ?? Number.NaN);
         let result: unknown;
         try {
           result = code.evaluate(scope);
