@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import fc from "fast-check";
 import { compileExpression, INTERNAL_VARIABLES } from "../../src/calculation/expression.js";
+import { checkCalculation } from "../../src/calculation/definition.js";
 import { percentile, reduceValues } from "../../src/calculation/reduce.js";
 
 describe("reductions", () => {
@@ -80,4 +81,25 @@ describe("calculation expressions", () => {
       expect(problems.map((p) => p.message).join("\n")).to.match(problem);
     });
   }
+});
+
+describe("calculation model checks", () => {
+  const model = (steps: { name: string; expression: string }[], output = "out") => ({
+    externalId: "m",
+    calculationType: "CALCULATION" as const,
+    data: { calculation: { steps, output, scope: { a: { type: "VALUE" as const, value: 1 } } } },
+  });
+
+  it("orders steps by what they read", () => {
+    const { compiled, problems } = checkCalculation(model([{ name: "out", expression: "mid + 1" }, { name: "mid", expression: "a * 2" }]), () => undefined);
+    expect(problems).to.deep.equal([]);
+    expect(compiled?.steps.map((s) => s.name)).to.deep.equal(["mid", "out"]);
+  });
+
+  it("refuses steps that depend on each other in a cycle, naming it, and an output that is no step", () => {
+    const cyclic = checkCalculation(model([{ name: "out", expression: "x + 1" }, { name: "x", expression: "y" }, { name: "y", expression: "out" }]), () => undefined);
+    expect(cyclic.problems.map((p) => p.message)).to.include("steps depend on each other in a cycle: out → x → y → out");
+    const noOutput = checkCalculation(model([{ name: "mid", expression: "a" }], "missing"), () => undefined);
+    expect(noOutput.problems.map((p) => p.path)).to.include("data.calculation.output");
+  });
 });
