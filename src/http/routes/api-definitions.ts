@@ -1,5 +1,6 @@
 import { Type, type Static } from "typebox";
 import type { ApiDefinitionInput } from "../../definitions/api-definition.js";
+import { apiRequest } from "../../tasks/tasks.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../server.js";
 
@@ -170,10 +171,10 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
       },
     },
     async (request, reply) => {
-      const caller = { tenant: requireTenant(request), userId: request.principal?.userId };
-      const result = await definitions.request(caller, request.body.apiDefinitionExternalId, request.body.queryParameters);
+      // The same task the process-engine workers run; tenant and user come from the header and the token.
+      const output = await apiRequest(services, request.body, { tenant: requireTenant(request), userId: request.principal?.userId });
       // Serialised here: the answer is any JSON value, `null` included, with no envelope.
-      return reply.type("application/json").send(JSON.stringify(result ?? null));
+      return reply.type("application/json").send(JSON.stringify(output.result ?? null));
     },
   );
 }

@@ -1,0 +1,26 @@
+import { toProblemError } from "../errors.js";
+
+/**
+ * How a transport ends a task that threw (contract §6): a problem of the request or a definition
+ * (every 4xx code) is a BPMN error carrying the code, so a model can catch it; anything else is a
+ * failure the engine retries with back-off, raising an incident at zero retries.
+ */
+export type TaskOutcome = { kind: "bpmnError"; code: string; message: string } | { kind: "failure"; code: string; message: string };
+
+export function taskOutcome(err: unknown): TaskOutcome {
+  const problem = toProblemError(err);
+  return problem.isClientProblem
+    ? { kind: "bpmnError", code: problem.code, message: problem.message }
+    : { kind: "failure", code: problem.code, message: problem.message };
+}
+
+/** Retries left after a failure: the task's count (default 3 when the engine has none) minus one. */
+export function retriesAfterFailure(current: number | null | undefined, defaultRetries = 3): number {
+  return Math.max(0, (current ?? defaultRetries) - 1);
+}
+
+/** Back-off before the next try: exponential from 1 s (1, 2, 4 … s), capped at 5 minutes. */
+export function retryTimeoutMs(retriesLeft: number, total = 3): number {
+  const attempt = Math.max(0, total - retriesLeft - 1);
+  return Math.min(300_000, 1000 * 2 ** attempt);
+}

@@ -1,0 +1,95 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { freePort, ROOT } from "./process.js";
+
+const PROJECT = join(ROOT, "test/engines/camunda7");
+const JAR = join(PROJECT, "target/camunda7-engine.jar");
+
+/** Builds the Camunda 7 engine (test/engines/camunda7) when its jar is missing or older than its sources. */
+function ensureJar(): void {
+  const sources = ["pom.xml", "src/main/resources/application.yaml", "src/main/java/local/engines/camunda7/EngineApplication.java"].map((f) => statSync(join(PROJECT, f)).mtimeMs);
+  if (existsSync(JAR) && statSync(JAR).mtimeMs > Math.max(...sources)) return;
+  const build = spawnSync("mvn", ["-B", "-q", "-Dstyle.color=never", "package", "-DskipTests"], { cwd: PROJECT, encoding: "utf8", timeout: 900_000 });
+  if (build.status !== 0) throw new Error(`building the Camunda 7 engine failed:\n${build.stdout}\n${build.stderr}`);
+}
+
+/** A real Camunda 7 (Spring Boot, engine-rest, Spin, H2) on a free port. */
+export class Camunda7Engine {
+  private constructor(
+    readonly baseUrl: string,
+    private readonly child: ChildProcess,
+  ) {}
+
+  static async start(): Promise<Camunda7Engine> {
+    ensureJar();
+    const port = await freePort();
+    const child = spawn("java", ["-Xmx512m", "-jar", JAR], { env: { ...process.env, SERVER_PORT: String(port) }, stdio: "ignore" });
+    const engine = new Camunda7Engine(`http://127.0.0.1:${port}/engine-rest`, child);
+    for (let i = 0; i < 240; i++) {
+      if (child.exitCode !== null) throw new Error(`Camunda 7 exited with ${child.exitCode}`);
+      if (await fetch(`${engine.baseUrl}/engine`).then((r) => r.ok).catch(() => false)) return engine;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    child.kill("SIGKILL");
+    throw new Error("Camunda 7 did not become ready in 120 s");
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once("exit", resolve));
+    this.child.kill("SIGTERM");
+    await exited;
+  }
+
+  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: body === undefined ? {} : { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return (text === "" ? undefined : JSON.parse(text)) as T;
+  }
+
+  async deploy(file: string): Promise<void> {
+    const form = new FormData();
+    form.append("deployment-name", file);
+    form.append("enable-duplicate-filtering", "true");
+    form.append("data", new Blob([readFileSync(join(ROOT, file))]), file.split("/").pop()!);
+    const res = await fetch(`${this.baseUrl}/deployment/create`, { method: "POST", body: form });
+    if (!res.ok) throw new Error(`deploy ${file}: ${res.status} ${await res.text()}`);
+  }
+
+  /** Starts an instance; values that are objects become Json variables. */
+  async startInstance(key: string, variables: Record<string, unknown>): Promise<string> {
+    const typed = Object.fromEntries(
+      Object.entries(variables).map(([name, value]) => [name, typeof value === "object" && value !== null ? { value: JSON.stringify(value), type: "Json" } : { value, type: typeof value === "number" ? "Double" : "String" }]),
+    );
+    return (await this.call<{ id: string }>("POST", `/process-definition/key/${key}/start`, { variables: typed })).id;
+  }
+
+  /** Waits until the instance has ended, or has an incident; answers which. */
+  async settle(instanceId: string, timeoutMs = 30_000): Promise<"ended" | "incident"> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const history = await this.call<{ state: string }>("GET", `/history/process-instance/${instanceId}`);
+      if (history.state === "COMPLETED") return "ended";
+      const incidents = await this.call<unknown[]>("GET", `/incident?processInstanceId=${instanceId}`);
+      if (incidents.length > 0) return "incident";
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`instance ${instanceId} did not settle in ${timeoutMs} ms`);
+  }
+
+  async endEvent(instanceId: string): Promise<string | undefined> {
+    const ends = await this.call<{ activityId: string }[]>("GET", `/history/activity-instance?processInstanceId=${instanceId}&activityType=noneEndEvent`);
+    return ends[0]?.activityId;
+  }
+
+  async variable(instanceId: string, name: string): Promise<{ type: string; value: unknown } | undefined> {
+    const found = await this.call<{ type: string; value: unknown }[]>("GET", `/history/variable-instance?processInstanceId=${instanceId}&variableName=${name}&deserializeValues=false`);
+    return found[0];
+  }
+}

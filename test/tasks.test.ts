@@ -1,0 +1,78 @@
+import { expect } from "chai";
+import { loadConfig } from "../src/config.js";
+import { EXAMPLE_DEFINITION, exampleGraph } from "../src/demo/seed.js";
+import { ProblemError } from "../src/errors.js";
+import { upsertEntities } from "../src/graph/entities.js";
+import { createLinks } from "../src/graph/links.js";
+import { createServices } from "../src/services.js";
+import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../src/tasks/outcome.js";
+import { apiRequest, calculateSeries } from "../src/tasks/tasks.js";
+import { describeEachBackend } from "./support/backends.js";
+import { TEST_JWT_SECRET } from "./support/tokens.js";
+
+describeEachBackend("engine-neutral tasks", (ctx) => {
+  const services = () => createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET }), ctx.db);
+  const seed = async () => {
+    const { entities, links } = exampleGraph(ctx.tenant, [{ publicId: "AGR-1", accessPoints: [["EAN-1", "GAS"]] }]);
+    await upsertEntities(ctx.db.knex, ctx.tenant, entities);
+    await createLinks(ctx.db.knex, ctx.tenant, links);
+    await services().apiDefinitions.create(ctx.tenant, EXAMPLE_DEFINITION);
+  };
+  const failure = async (promise: Promise<unknown>) => {
+    try {
+      await promise;
+    } catch (err) {
+      return err as ProblemError;
+    }
+    expect.fail("no error");
+  };
+
+  it("api-request answers { <resultVariable>: result }, reading object variables typed or as JSON text", async () => {
+    await seed();
+    const typed = await apiRequest(services(), { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } }, { tenant: ctx.tenant });
+    expect(Object.keys(typed)).to.deep.equal(["result"]);
+    const text = await apiRequest(
+      services(),
+      { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, queryParameters: '{"publicId":"AGR-1"}', resultVariable: "points" },
+      { tenant: ctx.tenant },
+    );
+    expect(text).to.deep.equal({ points: typed.result });
+  });
+
+  it("takes the tenant from the tenantId variable before the task's, and needs one", async () => {
+    await seed();
+    const byVariable = await apiRequest(services(), { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" }, tenantId: ctx.tenant }, { tenant: "elsewhere" });
+    expect((byVariable.result as { accessPoints: unknown[] }).accessPoints).to.have.length(1);
+    expect((await failure(apiRequest(services(), { apiDefinitionExternalId: "x" }, {}))).code).to.equal("MISSING_TENANT");
+  });
+
+  it("refuses variables of the wrong shape as request problems", async () => {
+    const bad = [
+      [{}, "process variable apiDefinitionExternalId is required"],
+      [{ apiDefinitionExternalId: "x", queryParameters: "{not json" }, "process variable queryParameters must be a JSON object (typed, or as text holding JSON)"],
+      [{ apiDefinitionExternalId: "x", resultVariable: "no spaces" }, "process variable resultVariable must be a variable name (letters, digits, _)"],
+    ] as const;
+    for (const [variables, message] of bad) {
+      const err = await failure(apiRequest(services(), variables, { tenant: ctx.tenant }));
+      expect(err.code).to.equal("INVALID_REQUEST");
+      expect(err.message).to.equal(message);
+    }
+    expect((await failure(calculateSeries(services(), {}, { tenant: ctx.tenant }))).message).to.match(/give exactly one/);
+    expect((await failure(calculateSeries(services(), { calculationDefinitionExternalId: "none" }, { tenant: ctx.tenant }))).code).to.equal("CALCULATION_DEFINITION_NOT_FOUND");
+  });
+});
+
+describe("task outcomes", () => {
+  it("makes every 4xx problem a BPMN error with its code, and anything else a retried failure", () => {
+    expect(taskOutcome(new ProblemError("API_DEFINITION_NOT_FOUND", "x"))).to.deep.equal({ kind: "bpmnError", code: "API_DEFINITION_NOT_FOUND", message: "x" });
+    expect(taskOutcome(new ProblemError("TRANSFORM_FAILED", "y")).kind).to.equal("bpmnError");
+    expect(taskOutcome(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }))).to.include({ kind: "failure", code: "UNAVAILABLE" });
+    expect(taskOutcome(new TypeError("bug"))).to.include({ kind: "failure", code: "INTERNAL_ERROR" });
+  });
+
+  it("counts retries down from the task's (3 by default) with an exponential back-off", () => {
+    expect([retriesAfterFailure(undefined), retriesAfterFailure(2), retriesAfterFailure(1), retriesAfterFailure(0)]).to.deep.equal([2, 1, 0, 0]);
+    expect([retryTimeoutMs(2), retryTimeoutMs(1), retryTimeoutMs(0)]).to.deep.equal([1000, 2000, 4000]);
+    expect(retryTimeoutMs(0, 30)).to.equal(300_000);
+  });
+});

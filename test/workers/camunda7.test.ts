@@ -1,0 +1,114 @@
+import { expect } from "chai";
+import knexFactory from "knex";
+import { loadConfig } from "../../src/config.js";
+import type { Database } from "../../src/db/database.js";
+import { EXAMPLE_DEFINITION, exampleGraph } from "../../src/demo/seed.js";
+import { upsertEntities } from "../../src/graph/entities.js";
+import { createLinks } from "../../src/graph/links.js";
+import { createLogger } from "../../src/logger.js";
+import { createServices, type Services } from "../../src/services.js";
+import { startCamunda7Worker, type RunningWorker } from "../../workers/camunda7/worker.js";
+import { backend, randomTenant } from "../support/backends.js";
+import { Camunda7Engine } from "../support/camunda7.js";
+import { MemoryTransport } from "../support/server.js";
+import { TEST_JWT_SECRET } from "../support/tokens.js";
+
+describe("Camunda 7 worker against a real engine", function () {
+  this.timeout(180_000);
+  const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET });
+  let engine: Camunda7Engine;
+  let db: Database;
+  let services: Services;
+  let tenant: string;
+  const workers: RunningWorker[] = [];
+  const start = (s: Services, logs = new MemoryTransport()) => {
+    const worker = startCamunda7Worker(s, { baseUrl: engine.baseUrl, asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000 }, createLogger("info", [logs]));
+    workers.push(worker);
+    return { worker, logs };
+  };
+  const stopAll = async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+  };
+
+  before(async () => {
+    engine = await Camunda7Engine.start();
+    await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
+    db = await backend("postgres");
+    services = createServices(config, db);
+    tenant = randomTenant();
+    const { entities, links } = exampleGraph(tenant, [{ publicId: "AGR-1", accessPoints: [["EAN-1", "GAS"], ["EAN-2", "WATER"]] }, { publicId: "AGR-EMPTY", accessPoints: [] }]);
+    await upsertEntities(db.knex, tenant, entities);
+    await createLinks(db.knex, tenant, links);
+    await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
+  });
+  afterEach(stopAll);
+  after(async () => {
+    await stopAll();
+    await engine?.stop();
+  });
+
+  const run = (variables: Record<string, unknown>) =>
+    engine.startInstance("api-request-example", { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, ...variables });
+
+  it("completes the task with the result as a Json variable, and the gateway routes on it", async () => {
+    start(services);
+    const found = await run({ queryParameters: { publicId: "AGR-1" } });
+    const none = await run({ queryParameters: { publicId: "AGR-EMPTY" } });
+    expect(await engine.settle(found)).to.equal("ended");
+    expect(await engine.settle(none)).to.equal("ended");
+    expect(await engine.endEvent(found)).to.equal("EndFound");
+    expect(await engine.endEvent(none)).to.equal("EndNone");
+    const result = await engine.variable(found, "result");
+    expect(result?.type).to.equal("Json");
+    const value = JSON.parse(String(result?.value)) as { accessPoints: { externalId: string; accessPointType: string }[] };
+    expect(value.accessPoints.map((a) => [a.externalId, a.accessPointType])).to.deep.equal([
+      ["EAN-1", "GAS"],
+      ["EAN-2", "WATER"],
+    ]);
+  });
+
+  it("reads queryParameters given as a String variable holding JSON", async () => {
+    start(services);
+    const id = await engine.startInstance("api-request-example", {
+      apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId,
+      tenantId: tenant,
+      queryParameters: JSON.stringify({ publicId: "AGR-1" }),
+    });
+    expect(await engine.settle(id)).to.equal("ended");
+    expect(await engine.endEvent(id)).to.equal("EndFound");
+    expect(JSON.parse(String((await engine.variable(id, "result"))?.value)).accessPoints).to.have.length(2);
+  });
+
+  it("raises API_DEFINITION_NOT_FOUND as a BPMN error the boundary event catches", async () => {
+    const { logs } = start(services);
+    const id = await run({ apiDefinitionExternalId: "no-such-definition", queryParameters: {} });
+    expect(await engine.settle(id)).to.equal("ended");
+    expect(await engine.endEvent(id)).to.equal("EndNotFound");
+    expect(logs.entries.some((e) => e.message === "task" && e.outcome === "bpmnError API_DEFINITION_NOT_FOUND")).to.equal(true);
+  });
+
+  it("reports a passing fault as a failure with decreasing retries, then the engine raises an incident", async () => {
+    const down = knexFactory({ client: "pg", connection: "postgres://postgres@127.0.0.1:1/test", acquireConnectionTimeout: 500, log: { warn: () => {}, error: () => {} } });
+    const broken = createServices(config, { ...db, knex: down, graph: { knex: down, presetTimeoutMs: undefined } });
+    const { logs } = start(broken);
+    const id = await run({ queryParameters: { publicId: "AGR-1" } });
+    expect(await engine.settle(id, 60_000)).to.equal("incident");
+    const failures = logs.entries.filter((e) => e.message === "task" && e.outcome === "failure UNAVAILABLE");
+    expect(failures).to.have.length(3);
+    const [incident] = await engine.call<{ incidentMessage: string; incidentType: string }[]>("GET", `/incident?processInstanceId=${id}`);
+    expect(incident?.incidentType).to.equal("failedExternalTask");
+    expect(incident?.incidentMessage).to.match(/not reachable/);
+    await down.destroy();
+  });
+
+  it("lets two workers share a topic, each task completed exactly once", async () => {
+    const first = start(services);
+    const second = start(services);
+    const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => run({ queryParameters: { publicId: i % 2 === 0 ? "AGR-1" : "AGR-EMPTY" } })));
+    for (const id of ids) expect(await engine.settle(id, 60_000)).to.equal("ended");
+    const completed = [...first.logs.entries, ...second.logs.entries].filter((e) => e.message === "task" && e.outcome === "completed").map((e) => e.taskId as string);
+    expect(completed).to.have.length(20);
+    expect(new Set(completed).size).to.equal(20);
+  });
+});
+

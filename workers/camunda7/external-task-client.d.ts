@@ -1,0 +1,44 @@
+// The parts of camunda-external-task-client-js (which ships no types) this worker uses.
+declare module "camunda-external-task-client-js" {
+  export interface Task {
+    id: string;
+    topicName: string;
+    tenantId?: string | null;
+    retries?: number | null;
+    processInstanceId: string;
+    variables: { getAll(): Record<string, unknown>; get(name: string): unknown };
+  }
+  export interface FailureOptions {
+    errorMessage: string;
+    errorDetails?: string;
+    retries: number;
+    retryTimeout: number;
+  }
+  export interface TaskService {
+    complete(task: Task, processVariables?: Variables, localVariables?: Variables): Promise<void>;
+    handleBpmnError(task: Task, errorCode: string, errorMessage?: string, variables?: Variables): Promise<void>;
+    handleFailure(task: Task, options: FailureOptions): Promise<void>;
+    extendLock(task: Task, newDuration: number): Promise<void>;
+  }
+  export class Variables {
+    set(name: string, value: unknown): this;
+    setTyped(name: string, typed: { type: string; value: unknown; valueInfo?: object }): this;
+  }
+  export interface ClientOptions {
+    baseUrl: string;
+    workerId?: string;
+    maxTasks?: number;
+    lockDuration?: number;
+    asyncResponseTimeout?: number;
+    interval?: number;
+    autoPoll?: boolean;
+    use?: unknown;
+  }
+  export class Client {
+    constructor(options: ClientOptions);
+    subscribe(topic: string, options: { lockDuration?: number; tenantIdIn?: string[] }, handler: (args: { task: Task; taskService: TaskService }) => Promise<void>): unknown;
+    on(event: string, listener: (...args: unknown[]) => void): this;
+    start(): void;
+    stop(): void;
+  }
+}

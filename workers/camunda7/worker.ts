@@ -1,0 +1,137 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { Client, Variables, type Task, type TaskService } from "camunda-external-task-client-js";
+import type { Logger } from "../../src/logger.js";
+import type { Services } from "../../src/services.js";
+import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../../src/tasks/outcome.js";
+import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
+
+/** Settings of the Camunda 7 external-task worker. */
+export interface Camunda7WorkerOptions {
+  /** Camunda 7 REST base, e.g. http://localhost:8080/engine-rest. */
+  baseUrl: string;
+  /** Unique per process; default `<host>-<pid>-<random>`. */
+  workerId?: string;
+  /** Topic names; default `api-request` and `calculate-series`. */
+  topics?: { apiRequest?: string; calculateSeries?: string };
+  /** Most tasks fetched and run at once. Default 10. */
+  maxTasks?: number;
+  /** How long a fetched task stays locked to this worker; extended while it runs. Default 30 s. */
+  lockDurationMs?: number;
+  /** Long-polling wait of one fetch. Default 10 s. */
+  asyncResponseTimeoutMs?: number;
+  /** Retries of a task that has none set yet. Default 3. */
+  defaultRetries?: number;
+}
+
+export interface RunningWorker {
+  readonly workerId: string;
+  /** Stops fetching, lets the fetch in progress and the tasks in hand finish. */
+  stop(): Promise<void>;
+}
+
+type Handler = (services: Services, variables: Record<string, unknown>, context: TaskContext) => Promise<OutputVariables>;
+
+/**
+ * Subscribes to the two topics and runs each task through the engine-neutral task functions.
+ * Every task taken is always completed, or reported as a BPMN error (a 4xx problem) or as a
+ * failure with decreasing retries and a growing back-off; if even the report fails, the lock
+ * simply expires and the engine hands the task out again — it is never left silently locked.
+ */
+export function startCamunda7Worker(services: Services, options: Camunda7WorkerOptions, logger: Logger): RunningWorker {
+  const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const lockDuration = options.lockDurationMs ?? 30_000;
+  const defaultRetries = options.defaultRetries ?? 3;
+  const client = new Client({
+    baseUrl: options.baseUrl,
+    workerId,
+    maxTasks: options.maxTasks ?? 10,
+    lockDuration,
+    asyncResponseTimeout: options.asyncResponseTimeoutMs ?? 10_000,
+    interval: 300,
+    autoPoll: false,
+    use: () => {},
+  });
+  let inFlight = 0;
+  let polling = false;
+  const idle: (() => void)[] = [];
+  const settle = () => {
+    if (inFlight === 0 && !polling) idle.splice(0).forEach((resolve) => resolve());
+  };
+  client.on("poll:start", () => (polling = true));
+  client.on("poll:success", () => {
+    polling = false;
+    settle();
+  });
+  let pollErrors = 0;
+  client.on("poll:error", (err: unknown) => {
+    polling = false;
+    // A lost engine connection is retried by the client's next poll; said once per outage.
+    if (pollErrors++ === 0) logger.warn("camunda 7 unreachable; retrying", { engine: "camunda7", workerId, error: err instanceof Error ? err.message : String(err) });
+    settle();
+  });
+  client.on("poll:success", () => {
+    if (pollErrors > 0) logger.info("camunda 7 reachable again", { engine: "camunda7", workerId, failedPolls: pollErrors });
+    pollErrors = 0;
+  });
+
+  const subscribe = (topic: string, handler: Handler) =>
+    client.subscribe(topic, { lockDuration }, async ({ task, taskService }: { task: Task; taskService: TaskService }) => {
+      inFlight++;
+      const started = performance.now();
+      // A task that runs long keeps its lock.
+      const keepLocked = setInterval(() => {
+        taskService.extendLock(task, lockDuration).catch((err: unknown) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
+      }, Math.max(1000, lockDuration / 2));
+      let outcome = "completed";
+      let tenant: string | null = task.tenantId ?? null;
+      try {
+        const variables = task.variables.getAll() as Record<string, unknown>;
+        tenant = (typeof variables.tenantId === "string" ? variables.tenantId : null) ?? tenant;
+        const output = await handler(services, variables, { tenant: task.tenantId });
+        const processVariables = new Variables();
+        for (const [name, value] of Object.entries(output)) processVariables.set(name, value);
+        await taskService.complete(task, processVariables);
+      } catch (err) {
+        const result = taskOutcome(err);
+        outcome = result.kind === "bpmnError" ? `bpmnError ${result.code}` : `failure ${result.code}`;
+        try {
+          if (result.kind === "bpmnError") {
+            await taskService.handleBpmnError(task, result.code, result.message);
+          } else {
+            const retries = retriesAfterFailure(task.retries, defaultRetries);
+            await taskService.handleFailure(task, { errorMessage: result.message, errorDetails: err instanceof Error ? (err.stack ?? err.message) : String(err), retries, retryTimeout: retryTimeoutMs(retries, defaultRetries) });
+          }
+        } catch (reportErr) {
+          outcome = "unreported";
+          logger.error("could not report the task's outcome; its lock will expire and the engine will hand it out again", {
+            engine: "camunda7",
+            topic,
+            taskId: task.id,
+            error: reportErr instanceof Error ? reportErr.message : String(reportErr),
+          });
+        }
+      } finally {
+        clearInterval(keepLocked);
+        inFlight--;
+        logger.info("task", { engine: "camunda7", topic, taskId: task.id, tenant, outcome, durationMs: Math.round(performance.now() - started) });
+        settle();
+      }
+    });
+
+  subscribe(options.topics?.apiRequest ?? "api-request", apiRequest);
+  subscribe(options.topics?.calculateSeries ?? "calculate-series", calculateSeries);
+  client.start();
+  logger.info("camunda 7 worker started", { engine: "camunda7", workerId, baseUrl: options.baseUrl });
+
+  return {
+    workerId,
+    stop() {
+      client.stop();
+      return new Promise<void>((resolve) => {
+        idle.push(resolve);
+        settle();
+      });
+    },
+  };
+}
