@@ -4,6 +4,7 @@ import { createAuthenticator } from "./http/auth.js";
 import { buildServer, type App } from "./http/server.js";
 import type { Logger } from "./logger.js";
 import { createServices, type Services } from "./services.js";
+import { startCamunda7Worker, type RunningWorker } from "../workers/camunda7/worker.js";
 
 /** The running service: the one place that creates connections and wires the parts together. */
 export interface Service {
@@ -39,17 +40,22 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     throw err;
   }
   let closing: Promise<void> | undefined;
+  const workers: RunningWorker[] = [];
   return {
     db,
     services,
     server,
     async listen() {
-      return server.listen({ port: config.port, host: config.host });
+      const address = await server.listen({ port: config.port, host: config.host });
+      // CAMUNDA_URL set: the external-task workers run beside the REST server.
+      if (config.camundaUrl !== undefined) workers.push(startCamunda7Worker(services, { baseUrl: config.camundaUrl }, logger));
+      return address;
     },
     close() {
       closing ??= (async () => {
         try {
-          await server.close();
+          // Workers stop fetching and finish the tasks in hand while the server finishes its requests.
+          await Promise.all([...workers.map((w) => w.stop()), server.close()]);
         } finally {
           await db.close();
         }
