@@ -33,6 +33,7 @@ describe("Camunda 7 worker against a real engine", function () {
   before(async () => {
     engine = await Camunda7Engine.start();
     await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
+    await engine.deploy("bpmn/camunda7/calculate-series-example.bpmn");
     db = await backend("postgres");
     services = createServices(config, db);
     tenant = randomTenant();
@@ -40,6 +41,11 @@ describe("Camunda 7 worker against a real engine", function () {
     await upsertEntities(db.knex, tenant, entities);
     await createLinks(db.knex, tenant, links);
     await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
+    await services.calculations.create(tenant, {
+      externalId: "doubled",
+      calculationType: "EXPRESSION",
+      data: { inputDefinitions: [{ name: "a", type: "VALUE" }], calculation: { expression: "a * 2", expressionType: "VALUE", scope: { a: { type: "VALUE", value: 0 } } } },
+    });
   });
   afterEach(stopAll);
   after(async () => {
@@ -99,6 +105,19 @@ describe("Camunda 7 worker against a real engine", function () {
     expect(incident?.incidentType).to.equal("failedExternalTask");
     expect(incident?.incidentMessage).to.match(/not reachable/);
     await down.destroy();
+  });
+
+  it("calculates a series and decides on its value; an unknown calculation is caught as a BPMN error", async () => {
+    start(services);
+    const calc = (variables: Record<string, unknown>) => engine.startInstance("calculate-series-example", { tenantId: tenant, threshold: 40, ...variables });
+    const high = await calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 21 } } });
+    const low = await calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 5 } } });
+    const missing = await calc({ calculationDefinitionExternalId: "no-such-calculation" });
+    for (const id of [high, low, missing]) expect(await engine.settle(id)).to.equal("ended");
+    expect(await engine.endEvent(high)).to.equal("EndHigh");
+    expect(await engine.endEvent(low)).to.equal("EndLow");
+    expect(await engine.endEvent(missing)).to.equal("EndNotFound");
+    expect(JSON.parse(String((await engine.variable(high, "result"))?.value))).to.deep.equal({ value: 42 });
   });
 
   it("lets two workers share a topic, each task completed exactly once", async () => {
