@@ -8,8 +8,9 @@ import { createLinks } from "../../src/graph/links.js";
 import { createLogger } from "../../src/logger.js";
 import { createServices, type Services } from "../../src/services.js";
 import { startCamunda7Worker, type RunningWorker } from "../../workers/camunda7/worker.js";
-import { backend, randomTenant } from "../support/backends.js";
+import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
 import { Camunda7Engine } from "../support/camunda7.js";
+import { freePort, startNode } from "../support/process.js";
 import { MemoryTransport } from "../support/server.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
 
@@ -118,6 +119,41 @@ describe("Camunda 7 worker against a real engine", function () {
     expect(await engine.endEvent(low)).to.equal("EndLow");
     expect(await engine.endEvent(missing)).to.equal("EndNotFound");
     expect(JSON.parse(String((await engine.variable(high, "result"))?.value))).to.deep.equal({ value: 42 });
+  });
+
+  it("on SIGTERM stops fetching, completes the task in hand, then the server process exits 0", async () => {
+    // A transform that takes a couple of seconds: a task that is surely in hand when the signal comes.
+    await services.apiDefinitions.create(tenant, {
+      ...EXAMPLE_DEFINITION,
+      externalId: "slow-access-points",
+      transform: '( $loop := function($i){ $i < 400000 ? $loop($i + 1) : $i }; { "accessPoints": result(?accessPoint) { externalId }, "steps": $loop(0) } )',
+    });
+    const server = startNode("dist/src/main.js", {
+      DATABASE_URL: TEST_DATABASE_URL,
+      JWT_SECRET: TEST_JWT_SECRET,
+      PORT: String(await freePort()),
+      HOST: "127.0.0.1",
+      CAMUNDA_URL: engine.baseUrl,
+      TRANSFORM_TIMEOUT_MS: "60000",
+    });
+    try {
+      await server.waitFor(/camunda 7 worker started/);
+      const id = await run({ apiDefinitionExternalId: "slow-access-points", queryParameters: { publicId: "AGR-1" } });
+      for (let i = 0; i < 100; i++) {
+        const [task] = await engine.call<{ workerId: string | null }[]>("GET", `/external-task?processInstanceId=${id}`);
+        if (task?.workerId) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      server.child.kill("SIGTERM");
+      expect(await server.exited).to.equal(0);
+      expect(await engine.settle(id)).to.equal("ended");
+      expect(await engine.endEvent(id)).to.equal("EndFound");
+      const lines = server.lines.join("\n");
+      expect(lines.indexOf('"outcome":"completed"')).to.be.greaterThan(lines.indexOf("shutting down"));
+      expect(lines.indexOf('"message":"stopped"')).to.be.greaterThan(lines.indexOf('"outcome":"completed"'));
+    } finally {
+      server.kill();
+    }
   });
 
   it("lets two workers share a topic, each task completed exactly once", async () => {
