@@ -37,6 +37,10 @@ export interface Config {
   camundaUrl: string | undefined;
   /** Zeebe gateway `host:port`; absent means no Zeebe workers. */
   zeebeAddress: string | undefined;
+  /** TLS to the Zeebe gateway (ZEEBE_TLS). Default false: plaintext. */
+  zeebeTls: boolean;
+  /** OAuth client credentials for Zeebe (ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL, ZEEBE_TOKEN_AUDIENCE). */
+  zeebeOAuth: { url: string; clientId: string; clientSecret: string; audience?: string } | undefined;
 }
 
 export type LogLevel = "error" | "warn" | "info" | "debug" | "silent";
@@ -122,6 +126,11 @@ const envSchema = z.object({
     (v) => v === undefined || isUrl(v, ["http:", "https:"]),
     "CAMUNDA_URL must be an http(s) URL like http://localhost:8080/engine-rest",
   ),
+  ZEEBE_TLS: booleanFlag("ZEEBE_TLS").optional(),
+  ZEEBE_CLIENT_ID: optionalText,
+  ZEEBE_CLIENT_SECRET: optionalText,
+  ZEEBE_OAUTH_URL: optionalText.refine((v) => v === undefined || isUrl(v, ["http:", "https:"]), "ZEEBE_OAUTH_URL must be an http(s) URL"),
+  ZEEBE_TOKEN_AUDIENCE: optionalText,
   ZEEBE_ADDRESS: optionalText.refine(
     (v) => v === undefined || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(v),
     "ZEEBE_ADDRESS must be host:port, like localhost:26500",
@@ -153,6 +162,12 @@ export function loadConfig(env: Env = processEnvironment()): Config {
     if (!result.success) problems.push(...result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`));
   }
   const auth = parsedAuth.success ? readAuth(parsedAuth.data, problems) : undefined;
+  if (parsed.success) {
+    const oauth = [parsed.data.ZEEBE_CLIENT_ID, parsed.data.ZEEBE_CLIENT_SECRET, parsed.data.ZEEBE_OAUTH_URL];
+    if (oauth.some((v) => v !== undefined) && oauth.some((v) => v === undefined)) {
+      problems.push("ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none");
+    }
+  }
   if (!parsed.success || auth === undefined || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;
   return {
@@ -172,6 +187,11 @@ export function loadConfig(env: Env = processEnvironment()): Config {
     logLevel: e.LOG_LEVEL ?? "info",
     camundaUrl: e.CAMUNDA_URL,
     zeebeAddress: e.ZEEBE_ADDRESS,
+    zeebeTls: e.ZEEBE_TLS ?? false,
+    zeebeOAuth:
+      e.ZEEBE_CLIENT_ID !== undefined && e.ZEEBE_CLIENT_SECRET !== undefined && e.ZEEBE_OAUTH_URL !== undefined
+        ? { url: e.ZEEBE_OAUTH_URL, clientId: e.ZEEBE_CLIENT_ID, clientSecret: e.ZEEBE_CLIENT_SECRET, ...(e.ZEEBE_TOKEN_AUDIENCE !== undefined ? { audience: e.ZEEBE_TOKEN_AUDIENCE } : {}) }
+        : undefined,
   };
 }
 

@@ -5,6 +5,7 @@ import { buildServer, type App } from "./http/server.js";
 import type { Logger } from "./logger.js";
 import { createServices, type Services } from "./services.js";
 import { startCamunda7Worker, type RunningWorker } from "../workers/camunda7/worker.js";
+import { startZeebeWorker } from "../workers/zeebe/worker.js";
 
 /** The running service: the one place that creates connections and wires the parts together. */
 export interface Service {
@@ -49,6 +50,10 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
       const address = await server.listen({ port: config.port, host: config.host });
       // CAMUNDA_URL set: the external-task workers run beside the REST server.
       if (config.camundaUrl !== undefined) workers.push(startCamunda7Worker(services, { baseUrl: config.camundaUrl }, logger));
+      // ZEEBE_ADDRESS set: the Zeebe job workers too.
+      if (config.zeebeAddress !== undefined) {
+        workers.push(startZeebeWorker(services, { address: config.zeebeAddress, tls: config.zeebeTls, ...(config.zeebeOAuth !== undefined ? { oauth: config.zeebeOAuth } : {}) }, logger));
+      }
       return address;
     },
     close() {

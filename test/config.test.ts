@@ -89,6 +89,15 @@ describe("configuration", () => {
     expect(ec.disabled === false && ec.key.kind === "public" && ec.key.algorithm).to.equal("ES256");
   });
 
+  it("reads Zeebe TLS and OAuth, and refuses OAuth settings given only in part", () => {
+    const config = loadConfig({ JWT_SECRET: SECRET, ZEEBE_ADDRESS: "zeebe:26500", ZEEBE_TLS: "true", ZEEBE_CLIENT_ID: "id", ZEEBE_CLIENT_SECRET: "s", ZEEBE_OAUTH_URL: "https://login.example/oauth/token" });
+    expect(config.zeebeTls).to.equal(true);
+    expect(config.zeebeOAuth).to.deep.equal({ url: "https://login.example/oauth/token", clientId: "id", clientSecret: "s" });
+    expect(problemsOf({ JWT_SECRET: SECRET, ZEEBE_CLIENT_ID: "id" })).to.deep.equal([
+      "ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none",
+    ]);
+  });
+
   it("refuses an unknown time zone, a bad Zeebe address, a bad Camunda URL and a bad log level, all at once", () => {
     const problems = problemsOf({
       JWT_SECRET: SECRET,
