@@ -32,6 +32,7 @@ describe("Zeebe worker against a real engine", function () {
   before(async () => {
     engine = await ZeebeEngine.start();
     await engine.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/api-request-example.bpmn") });
+    await engine.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/calculate-series-example.bpmn") });
     db = await backend("postgres");
     services = createServices(config, db);
     tenant = randomTenant();
@@ -39,6 +40,11 @@ describe("Zeebe worker against a real engine", function () {
     await upsertEntities(db.knex, tenant, entities);
     await createLinks(db.knex, tenant, links);
     await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
+    await services.calculations.create(tenant, {
+      externalId: "doubled",
+      calculationType: "EXPRESSION",
+      data: { inputDefinitions: [{ name: "a", type: "VALUE" }], calculation: { expression: "a * 2", expressionType: "VALUE", scope: { a: { type: "VALUE", value: 0 } } } },
+    });
   });
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.stop()));
@@ -84,6 +90,18 @@ describe("Zeebe worker against a real engine", function () {
     await new Promise((r) => setTimeout(r, 5000));
     expect(failures()).to.have.length(3);
     await down.destroy();
+  });
+
+  it("calculates a value and decides on it; an unknown calculation is caught as a BPMN error", async () => {
+    start(services);
+    const calc = async (variables: Record<string, unknown>) =>
+      (await engine.client.createProcessInstanceWithResult({ bpmnProcessId: "calculate-series-example-zeebe", variables: { tenantId: tenant, threshold: 40, ...variables } as never, requestTimeout: 30_000 }))
+        .variables as Record<string, unknown>;
+    const high = await calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 21 } } });
+    expect(high.outcome).to.equal("above");
+    expect(high.result).to.deep.equal({ value: 42 });
+    expect((await calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 5 } } })).outcome).to.equal("not above");
+    expect((await calc({ calculationDefinitionExternalId: "no-such-calculation" })).outcome).to.equal("not found");
   });
 
   it("lets two workers share a job type, each job completed exactly once", async () => {
