@@ -3,6 +3,7 @@ import { openDatabase, type Database } from "./db/database.js";
 import { createAuthenticator } from "./http/auth.js";
 import { buildServer, type App } from "./http/server.js";
 import type { Logger } from "./logger.js";
+import { Metrics } from "./metrics.js";
 import { createServices, type Services } from "./services.js";
 import { startCamunda7Worker, type RunningWorker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker } from "../workers/zeebe/worker.js";
@@ -34,14 +35,15 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
   logger.info("database ready", { kind: db.kind, location: db.kind === "embedded" ? config.dataDir : redactUrl(config.databaseUrl) });
   let server: App;
   const services = createServices(config, db);
+  const metrics = new Metrics();
+  const workers: RunningWorker[] = [];
   try {
-    server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services });
+    server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services, metrics, workers: () => workers });
   } catch (err) {
     await db.close();
     throw err;
   }
   let closing: Promise<void> | undefined;
-  const workers: RunningWorker[] = [];
   return {
     db,
     services,
@@ -49,10 +51,10 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     async listen() {
       const address = await server.listen({ port: config.port, host: config.host });
       // CAMUNDA_URL set: the external-task workers run beside the REST server.
-      if (config.camundaUrl !== undefined) workers.push(startCamunda7Worker(services, { baseUrl: config.camundaUrl }, logger));
+      if (config.camundaUrl !== undefined) workers.push(startCamunda7Worker(services, { baseUrl: config.camundaUrl }, logger, metrics));
       // ZEEBE_ADDRESS set: the Zeebe job workers too.
       if (config.zeebeAddress !== undefined) {
-        workers.push(startZeebeWorker(services, { address: config.zeebeAddress, tls: config.zeebeTls, ...(config.zeebeOAuth !== undefined ? { oauth: config.zeebeOAuth } : {}) }, logger));
+        workers.push(startZeebeWorker(services, { address: config.zeebeAddress, tls: config.zeebeTls, ...(config.zeebeOAuth !== undefined ? { oauth: config.zeebeOAuth } : {}) }, logger, metrics));
       }
       return address;
     },

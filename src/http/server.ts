@@ -15,7 +15,9 @@ import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import { ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 import type { Services } from "../services.js";
+import type { RunningWorker } from "../../workers/camunda7/worker.js";
 import type { Authenticator, Principal } from "./auth.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
@@ -51,6 +53,9 @@ export interface ServerDeps {
   logger: Logger;
   authenticate: Authenticator;
   services: Services;
+  metrics: Metrics;
+  /** The process-engine workers running now (for the readiness check). */
+  workers: () => RunningWorker[];
 }
 
 const TENANT_PATTERN = /^[\x21-\x7e]{1,128}$/;
@@ -92,6 +97,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   });
 
   app.addHook("onResponse", async (request, reply) => {
+    deps.metrics.request(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
     const tenantHeader = request.headers["x-tenant-id"];
     logger.info("request", {
       requestId: request.id,

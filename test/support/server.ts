@@ -4,7 +4,9 @@ import type { Database } from "../../src/db/database.js";
 import { createAuthenticator } from "../../src/http/auth.js";
 import { buildServer, type App } from "../../src/http/server.js";
 import { createLogger, type Logger } from "../../src/logger.js";
+import { Metrics } from "../../src/metrics.js";
 import { createServices } from "../../src/services.js";
+import type { RunningWorker } from "../../workers/camunda7/worker.js";
 import { TEST_JWT_SECRET } from "./tokens.js";
 
 /** Keeps every log entry in memory, so tests can read what was logged. */
@@ -21,14 +23,16 @@ export interface TestServer {
   config: Config;
   logs: MemoryTransport;
   logger: Logger;
+  metrics: Metrics;
 }
 
 /** A server on an open test database, configured as from the environment `env` (HS256 by default). */
-export async function testServer(db: Database, env: Record<string, string> = {}): Promise<TestServer> {
+export async function testServer(db: Database, env: Record<string, string> = {}, workers: RunningWorker[] = []): Promise<TestServer> {
   const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: "info", ...env });
   const logs = new MemoryTransport();
   const logger = createLogger(config.logLevel, [logs]);
-  const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services: createServices(config, db) });
+  const metrics = new Metrics();
+  const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services: createServices(config, db), metrics, workers: () => workers });
   await app.ready();
-  return { app, config, logs, logger };
+  return { app, config, logs, logger, metrics };
 }

@@ -6,6 +6,7 @@ import { EXAMPLE_DEFINITION, exampleGraph } from "../../src/demo/seed.js";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { createLinks } from "../../src/graph/links.js";
 import { createLogger } from "../../src/logger.js";
+import { Metrics } from "../../src/metrics.js";
 import { createServices, type Services } from "../../src/services.js";
 import { startCamunda7Worker, type RunningWorker } from "../../workers/camunda7/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
@@ -22,8 +23,9 @@ describe("Camunda 7 worker against a real engine", function () {
   let services: Services;
   let tenant: string;
   const workers: RunningWorker[] = [];
+  const metrics = new Metrics();
   const start = (s: Services, logs = new MemoryTransport()) => {
-    const worker = startCamunda7Worker(s, { baseUrl: engine.baseUrl, asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000 }, createLogger("info", [logs]));
+    const worker = startCamunda7Worker(s, { baseUrl: engine.baseUrl, asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000 }, createLogger("info", [logs]), metrics);
     workers.push(worker);
     return { worker, logs };
   };
@@ -72,6 +74,10 @@ describe("Camunda 7 worker against a real engine", function () {
       ["EAN-1", "GAS"],
       ["EAN-2", "WATER"],
     ]);
+    const exposed = await metrics.registry.metrics();
+    expect(exposed).to.contain('tasks_fetched_total{engine="camunda7",topic="api-request"} 2');
+    expect(exposed).to.contain('tasks_completed_total{engine="camunda7",topic="api-request"} 2');
+    expect(exposed).to.match(/task_duration_seconds_count\{engine="camunda7",topic="api-request",outcome="completed"\} 2/);
   });
 
   it("reads queryParameters given as a String variable holding JSON", async () => {

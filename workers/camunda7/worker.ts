@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { Client, Variables, type Task, type TaskService } from "camunda-external-task-client-js";
 import type { Logger } from "../../src/logger.js";
+import type { TaskMetrics } from "../../src/metrics.js";
 import type { Services } from "../../src/services.js";
 import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../../src/tasks/outcome.js";
 import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
@@ -25,7 +26,10 @@ export interface Camunda7WorkerOptions {
 }
 
 export interface RunningWorker {
+  readonly engine: "camunda7" | "zeebe";
   readonly workerId: string;
+  /** Resolves when the engine answers; rejects saying why not (the readiness check). */
+  check(): Promise<void>;
   /** Stops fetching, lets the fetch in progress and the tasks in hand finish. */
   stop(): Promise<void>;
 }
@@ -38,7 +42,7 @@ type Handler = (services: Services, variables: Record<string, unknown>, context:
  * failure with decreasing retries and a growing back-off; if even the report fails, the lock
  * simply expires and the engine hands the task out again — it is never left silently locked.
  */
-export function startCamunda7Worker(services: Services, options: Camunda7WorkerOptions, logger: Logger): RunningWorker {
+export function startCamunda7Worker(services: Services, options: Camunda7WorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
   const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const lockDuration = options.lockDurationMs ?? 30_000;
   const defaultRetries = options.defaultRetries ?? 3;
@@ -79,11 +83,14 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
     client.subscribe(topic, { lockDuration }, async ({ task, taskService }: { task: Task; taskService: TaskService }) => {
       inFlight++;
       const started = performance.now();
+      metrics?.fetched("camunda7", topic);
       // A task that runs long keeps its lock.
       const keepLocked = setInterval(() => {
         taskService.extendLock(task, lockDuration).catch((err: unknown) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
       }, Math.max(1000, lockDuration / 2));
       let outcome = "completed";
+      let kind: "completed" | "bpmnError" | "failure" = "completed";
+      let code: string | undefined;
       let tenant: string | null = task.tenantId ?? null;
       try {
         const variables = task.variables.getAll() as Record<string, unknown>;
@@ -95,6 +102,8 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       } catch (err) {
         const result = taskOutcome(err);
         outcome = result.kind === "bpmnError" ? `bpmnError ${result.code}` : `failure ${result.code}`;
+        kind = result.kind;
+        code = result.code;
         try {
           if (result.kind === "bpmnError") {
             await taskService.handleBpmnError(task, result.code, result.message);
@@ -114,6 +123,7 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       } finally {
         clearInterval(keepLocked);
         inFlight--;
+        metrics?.finished("camunda7", topic, kind, code, (performance.now() - started) / 1000);
         logger.info("task", { engine: "camunda7", topic, taskId: task.id, tenant, outcome, durationMs: Math.round(performance.now() - started) });
         settle();
       }
@@ -125,7 +135,12 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
   logger.info("camunda 7 worker started", { engine: "camunda7", workerId, baseUrl: options.baseUrl });
 
   return {
+    engine: "camunda7",
     workerId,
+    async check() {
+      const res = await fetch(`${options.baseUrl}/engine`, { signal: AbortSignal.timeout(2000) });
+      if (!res.ok) throw new Error(`Camunda 7 answered ${res.status}`);
+    },
     stop() {
       client.stop();
       return new Promise<void>((resolve) => {

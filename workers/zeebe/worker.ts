@@ -1,5 +1,6 @@
 import { Camunda8 } from "@camunda8/sdk";
 import type { Logger } from "../../src/logger.js";
+import type { TaskMetrics } from "../../src/metrics.js";
 import type { Services } from "../../src/services.js";
 import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../../src/tasks/outcome.js";
 import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
@@ -33,7 +34,7 @@ const DEFAULT_TENANT = "<default>";
  * variables, or ends in `job.error` with the §7 code (a 4xx problem: a BPMN error a boundary event
  * catches), or in `job.fail` with one retry fewer and a growing back-off.
  */
-export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions, logger: Logger): RunningWorker {
+export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
   const c8 = new Camunda8({
     ZEEBE_GRPC_ADDRESS: `${options.tls === true ? "grpcs" : "grpc"}://${options.address}`,
     ...(options.oauth === undefined
@@ -59,6 +60,9 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
       timeout: options.timeoutMs ?? 30_000,
       taskHandler: async (job) => {
         const started = performance.now();
+        metrics?.fetched("zeebe", taskType);
+        let kind: "completed" | "bpmnError" | "failure" = "completed";
+        let code: string | undefined;
         const engineTenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
         const variables = job.variables as Record<string, unknown>;
         const tenant = (typeof variables.tenantId === "string" ? variables.tenantId : engineTenant) ?? null;
@@ -68,6 +72,8 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
           return await job.complete(output as Parameters<typeof job.complete>[0]);
         } catch (err) {
           const result = taskOutcome(err);
+          kind = result.kind;
+          code = result.code;
           if (result.kind === "bpmnError") {
             outcome = `bpmnError ${result.code}`;
             return await job.error({ errorCode: result.code, errorMessage: result.message, variables: {} });
@@ -76,6 +82,7 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
           outcome = `failure ${result.code}`;
           return await job.fail({ errorMessage: result.message, retries, retryBackOff: retryTimeoutMs(retries, defaultRetries) });
         } finally {
+          metrics?.finished("zeebe", taskType, kind, code, (performance.now() - started) / 1000);
           logger.info("task", { engine: "zeebe", topic: taskType, taskId: job.key, tenant, outcome, retries: job.retries, durationMs: Math.round(performance.now() - started) });
         }
       },
@@ -84,7 +91,14 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
   const workers = [create(options.jobTypes?.apiRequest ?? "api-request", apiRequest), create(options.jobTypes?.calculateSeries ?? "calculate-series", calculateSeries)];
   logger.info("zeebe worker started", { engine: "zeebe", address: options.address, tls: options.tls === true, oauth: options.oauth !== undefined });
   return {
+    engine: "zeebe",
     workerId: "zeebe",
+    async check() {
+      await Promise.race([
+        zeebe.topology(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error("the Zeebe gateway did not answer in 2 s")), 2000).unref()),
+      ]);
+    },
     async stop() {
       // close() stops activating jobs and waits for the jobs in hand.
       await Promise.all(workers.map((w) => w.close()));

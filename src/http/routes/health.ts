@@ -2,7 +2,35 @@ import { Type } from "typebox";
 import { ProblemError } from "../../errors.js";
 import type { App, ServerDeps } from "../server.js";
 
-export function healthRoutes(app: App, { db }: ServerDeps): void {
+export function healthRoutes(app: App, { db, metrics, workers }: ServerDeps): void {
+  app.get("/metrics", { schema: { summary: "Prometheus metrics: tasks per topic and engine, REST requests, the process", tags: ["operations"] } }, async (_request, reply) =>
+    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
+
+  app.get(
+    "/ready",
+    { schema: { summary: "Readiness: the database and each configured engine connection", tags: ["operations"] } },
+    async () => {
+      const checks: Record<string, { status: "up" | "down"; error?: string }> = {};
+      const errors: { path: string; message: string }[] = [];
+      const probe = async (name: string, check: () => Promise<unknown>) => {
+        try {
+          await check();
+          checks[name] = { status: "up" };
+        } catch (err) {
+          const message = err instanceof Error ? err.message : String(err);
+          checks[name] = { status: "down", error: message };
+          errors.push({ path: name, message });
+        }
+      };
+      await Promise.all([probe("database", () => db.ping()), ...workers().map((w) => probe(w.engine, () => w.check()))]);
+      if (errors.length > 0) {
+        throw new ProblemError("UNAVAILABLE", `not ready: ${errors.map((e) => e.path).join(", ")} down`, { errors });
+      }
+      return { status: "ready", checks };
+    },
+  );
+
   app.get(
     "/health",
     {

@@ -1,0 +1,55 @@
+import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+
+/** What a worker reports of each task it handles. */
+export interface TaskMetrics {
+  fetched(engine: string, topic: string): void;
+  finished(engine: string, topic: string, outcome: "completed" | "bpmnError" | "failure", code: string | undefined, seconds: number): void;
+}
+
+/**
+ * The service's Prometheus metrics, in a registry of its own (one per service, so several servers
+ * in one process, as in the tests, never collide): tasks per topic and engine, REST requests, and
+ * Node's process metrics.
+ */
+export class Metrics implements TaskMetrics {
+  readonly registry = new Registry();
+  private readonly tasksFetched = new Counter({ name: "tasks_fetched_total", help: "Tasks fetched (Camunda 7) or jobs activated (Zeebe)", labelNames: ["engine", "topic"], registers: [this.registry] });
+  private readonly tasksCompleted = new Counter({ name: "tasks_completed_total", help: "Tasks completed", labelNames: ["engine", "topic"], registers: [this.registry] });
+  private readonly tasksBpmnErrors = new Counter({ name: "tasks_bpmn_errors_total", help: "Tasks ended with a BPMN error", labelNames: ["engine", "topic", "code"], registers: [this.registry] });
+  private readonly tasksFailed = new Counter({ name: "tasks_failures_total", help: "Tasks reported as failures (retried)", labelNames: ["engine", "topic", "code"], registers: [this.registry] });
+  private readonly taskDuration = new Histogram({
+    name: "task_duration_seconds",
+    help: "Time from taking a task to reporting its outcome",
+    labelNames: ["engine", "topic", "outcome"],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  private readonly httpRequests = new Counter({ name: "http_requests_total", help: "REST requests answered", labelNames: ["method", "route", "status"], registers: [this.registry] });
+  private readonly httpDuration = new Histogram({
+    name: "http_request_duration_seconds",
+    help: "REST request latency",
+    labelNames: ["method", "route"],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  fetched(engine: string, topic: string): void {
+    this.tasksFetched.inc({ engine, topic });
+  }
+
+  finished(engine: string, topic: string, outcome: "completed" | "bpmnError" | "failure", code: string | undefined, seconds: number): void {
+    if (outcome === "completed") this.tasksCompleted.inc({ engine, topic });
+    else if (outcome === "bpmnError") this.tasksBpmnErrors.inc({ engine, topic, code: code ?? "" });
+    else this.tasksFailed.inc({ engine, topic, code: code ?? "" });
+    this.taskDuration.observe({ engine, topic, outcome }, seconds);
+  }
+
+  request(method: string, route: string, status: number, seconds: number): void {
+    this.httpRequests.inc({ method, route, status: String(status) });
+    this.httpDuration.observe({ method, route }, seconds);
+  }
+}
