@@ -37,10 +37,29 @@ export interface Config {
   camundaUrl: string | undefined;
   /** Zeebe gateway `host:port`; absent means no Zeebe workers. */
   zeebeAddress: string | undefined;
+  /** Worker settings (both engines). */
+  workers: WorkerSettings;
   /** TLS to the Zeebe gateway (ZEEBE_TLS). Default false: plaintext. */
   zeebeTls: boolean;
   /** OAuth client credentials for Zeebe (ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL, ZEEBE_TOKEN_AUDIENCE). */
   zeebeOAuth: { url: string; clientId: string; clientSecret: string; audience?: string } | undefined;
+}
+
+export interface WorkerSettings {
+  /** TOPIC_API_REQUEST, default `api-request` (the Zeebe job type too). */
+  apiRequestTopic: string;
+  /** TOPIC_CALCULATE_SERIES, default `calculate-series`. */
+  calculateSeriesTopic: string;
+  /** WORKER_MAX_TASKS: tasks (jobs) run at once per worker. Default 10. */
+  maxTasks: number;
+  /** WORKER_LOCK_DURATION_MS: Camunda 7 lock / Zeebe job timeout, extended while running (Camunda 7). Default 30000. */
+  lockDurationMs: number;
+  /** CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: long-polling wait. Default 10000. */
+  asyncResponseTimeoutMs: number;
+  /** WORKER_DEFAULT_RETRIES: retries of a task that has none yet. Default 3. */
+  defaultRetries: number;
+  /** CAMUNDA_WORKER_ID: default `<host>-<pid>-<random>`. */
+  workerId: string | undefined;
 }
 
 export type LogLevel = "error" | "warn" | "info" | "debug" | "silent";
@@ -127,6 +146,13 @@ const envSchema = z.object({
     "CAMUNDA_URL must be an http(s) URL like http://localhost:8080/engine-rest",
   ),
   ZEEBE_TLS: booleanFlag("ZEEBE_TLS").optional(),
+  TOPIC_API_REQUEST: optionalText,
+  TOPIC_CALCULATE_SERIES: optionalText,
+  WORKER_MAX_TASKS: integer("WORKER_MAX_TASKS", 1, 1000).optional(),
+  WORKER_LOCK_DURATION_MS: integer("WORKER_LOCK_DURATION_MS", 1000, 86_400_000).optional(),
+  CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: integer("CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS", 0, 600_000).optional(),
+  WORKER_DEFAULT_RETRIES: integer("WORKER_DEFAULT_RETRIES", 0, 100).optional(),
+  CAMUNDA_WORKER_ID: optionalText,
   ZEEBE_CLIENT_ID: optionalText,
   ZEEBE_CLIENT_SECRET: optionalText,
   ZEEBE_OAUTH_URL: optionalText.refine((v) => v === undefined || isUrl(v, ["http:", "https:"]), "ZEEBE_OAUTH_URL must be an http(s) URL"),
@@ -187,6 +213,15 @@ export function loadConfig(env: Env = processEnvironment()): Config {
     logLevel: e.LOG_LEVEL ?? "info",
     camundaUrl: e.CAMUNDA_URL,
     zeebeAddress: e.ZEEBE_ADDRESS,
+    workers: {
+      apiRequestTopic: e.TOPIC_API_REQUEST ?? "api-request",
+      calculateSeriesTopic: e.TOPIC_CALCULATE_SERIES ?? "calculate-series",
+      maxTasks: e.WORKER_MAX_TASKS ?? 10,
+      lockDurationMs: e.WORKER_LOCK_DURATION_MS ?? 30_000,
+      asyncResponseTimeoutMs: e.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS ?? 10_000,
+      defaultRetries: e.WORKER_DEFAULT_RETRIES ?? 3,
+      workerId: e.CAMUNDA_WORKER_ID,
+    },
     zeebeTls: e.ZEEBE_TLS ?? false,
     zeebeOAuth:
       e.ZEEBE_CLIENT_ID !== undefined && e.ZEEBE_CLIENT_SECRET !== undefined && e.ZEEBE_OAUTH_URL !== undefined

@@ -50,12 +50,8 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     server,
     async listen() {
       const address = await server.listen({ port: config.port, host: config.host });
-      // CAMUNDA_URL set: the external-task workers run beside the REST server.
-      if (config.camundaUrl !== undefined) workers.push(startCamunda7Worker(services, { baseUrl: config.camundaUrl }, logger, metrics));
-      // ZEEBE_ADDRESS set: the Zeebe job workers too.
-      if (config.zeebeAddress !== undefined) {
-        workers.push(startZeebeWorker(services, { address: config.zeebeAddress, tls: config.zeebeTls, ...(config.zeebeOAuth !== undefined ? { oauth: config.zeebeOAuth } : {}) }, logger, metrics));
-      }
+      // CAMUNDA_URL / ZEEBE_ADDRESS set: the workers run beside the REST server.
+      workers.push(...startWorkers(config, services, logger, metrics));
       return address;
     },
     close() {
@@ -82,4 +78,33 @@ export function redactUrl(url: string | undefined): string | undefined {
   } catch {
     return "(unparseable)";
   }
+}
+
+/** The process-engine workers the configuration asks for. */
+function startWorkers(config: Config, services: Services, logger: Logger, metrics: Metrics): RunningWorker[] {
+  const w = config.workers;
+  const started: RunningWorker[] = [];
+  if (config.camundaUrl !== undefined) {
+    const options = {
+      baseUrl: config.camundaUrl,
+      topics: { apiRequest: w.apiRequestTopic, calculateSeries: w.calculateSeriesTopic },
+      maxTasks: w.maxTasks,
+      lockDurationMs: w.lockDurationMs,
+      asyncResponseTimeoutMs: w.asyncResponseTimeoutMs,
+      defaultRetries: w.defaultRetries,
+    };
+    started.push(startCamunda7Worker(services, w.workerId !== undefined ? { ...options, workerId: w.workerId } : options, logger, metrics));
+  }
+  if (config.zeebeAddress !== undefined) {
+    const options = {
+      address: config.zeebeAddress,
+      tls: config.zeebeTls,
+      jobTypes: { apiRequest: w.apiRequestTopic, calculateSeries: w.calculateSeriesTopic },
+      maxJobsToActivate: w.maxTasks,
+      timeoutMs: w.lockDurationMs,
+      defaultRetries: w.defaultRetries,
+    };
+    started.push(startZeebeWorker(services, config.zeebeOAuth !== undefined ? { ...options, oauth: config.zeebeOAuth } : options, logger, metrics));
+  }
+  return started;
 }

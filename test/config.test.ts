@@ -89,6 +89,21 @@ describe("configuration", () => {
     expect(ec.disabled === false && ec.key.kind === "public" && ec.key.algorithm).to.equal("ES256");
   });
 
+  it("reads the worker settings, with their defaults", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET }).workers).to.deep.equal({
+      apiRequestTopic: "api-request",
+      calculateSeriesTopic: "calculate-series",
+      maxTasks: 10,
+      lockDurationMs: 30_000,
+      asyncResponseTimeoutMs: 10_000,
+      defaultRetries: 3,
+      workerId: undefined,
+    });
+    const custom = loadConfig({ JWT_SECRET: SECRET, TOPIC_API_REQUEST: "api-req", WORKER_MAX_TASKS: "4", WORKER_LOCK_DURATION_MS: "60000", CAMUNDA_WORKER_ID: "w1" }).workers;
+    expect(custom).to.include({ apiRequestTopic: "api-req", maxTasks: 4, lockDurationMs: 60_000, workerId: "w1" });
+    expect(problemsOf({ JWT_SECRET: SECRET, WORKER_MAX_TASKS: "0" })).to.deep.equal(["WORKER_MAX_TASKS: WORKER_MAX_TASKS must be between 1 and 1000"]);
+  });
+
   it("reads Zeebe TLS and OAuth, and refuses OAuth settings given only in part", () => {
     const config = loadConfig({ JWT_SECRET: SECRET, ZEEBE_ADDRESS: "zeebe:26500", ZEEBE_TLS: "true", ZEEBE_CLIENT_ID: "id", ZEEBE_CLIENT_SECRET: "s", ZEEBE_OAUTH_URL: "https://login.example/oauth/token" });
     expect(config.zeebeTls).to.equal(true);
