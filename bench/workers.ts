@@ -1,0 +1,135 @@
+/**
+ * api-request tasks through each real engine (Camunda 7 and Zeebe): tasks per second of the
+ * service's worker (the example definition, PostgreSQL) next to a worker that completes the same
+ * tasks doing nothing, in the same run. Instances are created first; the clock runs from the
+ * worker's start to the last completion.
+ *
+ *   npm run build && node dist/bench/workers.js [--tasks=2000]
+ */
+import { join } from "node:path";
+import { Camunda8 } from "@camunda8/sdk";
+import { Client, Variables } from "camunda-external-task-client-js";
+import { loadConfig } from "../src/config.js";
+import { openDatabase } from "../src/db/database.js";
+import { EXAMPLE_DEFINITION, exampleGraph } from "../src/demo/seed.js";
+import { upsertEntities } from "../src/graph/entities.js";
+import { createLinks } from "../src/graph/links.js";
+import { createLogger } from "../src/logger.js";
+import { Metrics } from "../src/metrics.js";
+import { createServices } from "../src/services.js";
+import { Camunda7Engine } from "../test/support/camunda7.js";
+import { ROOT } from "../test/support/process.js";
+import { ZeebeEngine } from "../test/support/zeebe.js";
+import { startCamunda7Worker } from "../workers/camunda7/worker.js";
+import { startZeebeWorker } from "../workers/zeebe/worker.js";
+import { option } from "./harness.js";
+
+const tasks = Number(option("tasks", "2000"));
+const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
+const tenant = `bench-workers-${Date.now()}`;
+
+async function until(done: () => Promise<boolean> | boolean, what: string, timeoutMs = 600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`${what} did not finish in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const rate = (ms: number) => `${(tasks / (ms / 1000)).toFixed(0)} tasks/s (${(ms / 1000).toFixed(1)} s)`;
+
+async function main(): Promise<void> {
+  const config = loadConfig({ JWT_SECRET: "bench-secret-that-is-at-least-32-bytes-long", DATABASE_URL: databaseUrl });
+  const db = await openDatabase({ databaseUrl, dataDir: "memory://", poolSize: 10 });
+  const services = createServices(config, db);
+  const { entities, links } = exampleGraph(tenant, [{ publicId: "AGR-1", accessPoints: [["EAN-1", "GAS"], ["EAN-2", "WATER"]] }]);
+  await upsertEntities(db.knex, tenant, entities);
+  await createLinks(db.knex, tenant, links);
+  await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
+  const variables = { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, queryParameters: { publicId: "AGR-1" } };
+  const silent = createLogger("silent");
+
+  // Camunda 7
+  const c7 = await Camunda7Engine.start();
+  try {
+    await c7.deploy("bpmn/camunda7/api-request-example.bpmn");
+    const completed = async () => (await c7.call<{ count: number }>("GET", "/history/process-instance/count?processDefinitionKey=api-request-example&finished=true")).count;
+    const round = async (startWorker: () => () => Promise<void>) => {
+      const before = await completed();
+      for (let i = 0; i < tasks; i += 50) await Promise.all(Array.from({ length: Math.min(50, tasks - i) }, () => c7.startInstance("api-request-example", variables)));
+      const started = performance.now();
+      const stop = startWorker();
+      await until(async () => (await completed()) - before >= tasks, "camunda 7 round");
+      const ms = performance.now() - started;
+      await stop();
+      return ms;
+    };
+    const noop = await round(() => {
+      const client = new Client({ baseUrl: c7.baseUrl, maxTasks: 10, asyncResponseTimeout: 1000, interval: 50, use: () => {} });
+      client.subscribe("api-request", { lockDuration: 30_000 }, async ({ task, taskService }) => {
+        await taskService.complete(task, new Variables().set("result", { accessPoints: [] }));
+      });
+      return async () => client.stop();
+    });
+    const ours = await round(() => {
+      const worker = startCamunda7Worker(services, { baseUrl: c7.baseUrl, maxTasks: 10, asyncResponseTimeoutMs: 1000 }, silent, new Metrics());
+      return () => worker.stop();
+    });
+    console.log(`camunda 7, ${tasks} api-request tasks: do-nothing worker ${rate(noop)}; service worker ${rate(ours)}; ratio ${(ours / noop).toFixed(2)}x the time`);
+  } finally {
+    await c7.stop();
+  }
+
+  // Zeebe
+  const zb = await ZeebeEngine.start();
+  try {
+    await zb.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/api-request-example.bpmn") });
+    const round = async (startWorker: (count: () => void) => () => Promise<void>) => {
+      let done = 0;
+      for (let i = 0; i < tasks; i += 50) {
+        await Promise.all(Array.from({ length: Math.min(50, tasks - i) }, () => zb.client.createProcessInstance({ bpmnProcessId: "api-request-example-zeebe", variables: variables as never })));
+      }
+      const started = performance.now();
+      const stop = startWorker(() => done++);
+      await until(() => done >= tasks, "zeebe round");
+      const ms = performance.now() - started;
+      await stop();
+      return ms;
+    };
+    const noop = await round((count) => {
+      const c8 = new Camunda8({ ZEEBE_GRPC_ADDRESS: `grpc://${zb.address}`, CAMUNDA_AUTH_STRATEGY: "NONE", ZEEBE_CLIENT_LOG_LEVEL: "NONE", CAMUNDA_LOG_LEVEL: "none" } as never).getZeebeGrpcApiClient();
+      const worker = c8.createWorker({
+        taskType: "api-request",
+        maxJobsToActivate: 10,
+        loglevel: "NONE",
+        taskHandler: async (job) => {
+          const ack = await job.complete({ result: { accessPoints: [] } });
+          count();
+          return ack;
+        },
+      });
+      return async () => {
+        await worker.close();
+        await c8.close();
+      };
+    });
+    const ours = await round((count) => {
+      const metrics = new Metrics();
+      const counting = { fetched: metrics.fetched.bind(metrics), finished: (...args: Parameters<Metrics["finished"]>) => (metrics.finished(...args), count()) };
+      const worker = startZeebeWorker(services, { address: zb.address, maxJobsToActivate: 10 }, silent, counting);
+      return () => worker.stop();
+    });
+    console.log(`zeebe, ${tasks} api-request jobs: do-nothing worker ${rate(noop)}; service worker ${rate(ours)}; ratio ${(ours / noop).toFixed(2)}x the time`);
+  } finally {
+    await zb.stop();
+    await db.knex("api_definitions").where({ tenant }).del();
+    await db.knex("links").where({ tenant }).del();
+    await db.knex("entities").where({ tenant }).del();
+    await db.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
