@@ -52,7 +52,9 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
     maxTasks: options.maxTasks ?? 10,
     lockDuration,
     asyncResponseTimeout: options.asyncResponseTimeoutMs ?? 10_000,
-    interval: 300,
+    // The next fetch follows the last at once: long polling keeps an idle worker from spinning,
+    // and an unreachable engine is retried with the back-off below, not at this pace.
+    interval: 20,
     autoPoll: false,
     use: () => {},
   });
@@ -68,10 +70,17 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
     settle();
   });
   let pollErrors = 0;
+  let stopping = false;
   client.on("poll:error", (err: unknown) => {
     polling = false;
-    // A lost engine connection is retried by the client's next poll; said once per outage.
+    // A lost engine connection: said once per outage, retried with an exponential back-off (0.5 s … 30 s).
     if (pollErrors++ === 0) logger.warn("camunda 7 unreachable; retrying", { engine: "camunda7", workerId, error: err instanceof Error ? err.message : String(err) });
+    if (!stopping) {
+      client.stop();
+      setTimeout(() => {
+        if (!stopping) client.start();
+      }, Math.min(30_000, 500 * 2 ** Math.min(pollErrors - 1, 6))).unref();
+    }
     settle();
   });
   client.on("poll:success", () => {
@@ -142,6 +151,7 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       if (!res.ok) throw new Error(`Camunda 7 answered ${res.status}`);
     },
     stop() {
+      stopping = true;
       client.stop();
       return new Promise<void>((resolve) => {
         idle.push(resolve);
