@@ -7,7 +7,6 @@
  *   npm run build && node dist/bench/workers.js [--tasks=2000]
  */
 import { join } from "node:path";
-import { Camunda8 } from "@camunda8/sdk";
 import { Client, Variables } from "camunda-external-task-client-js";
 import { loadConfig } from "../src/config.js";
 import { openDatabase } from "../src/db/database.js";
@@ -21,7 +20,7 @@ import { Camunda7Engine } from "../test/support/camunda7.js";
 import { ROOT } from "../test/support/process.js";
 import { ZeebeEngine } from "../test/support/zeebe.js";
 import { startCamunda7Worker } from "../workers/camunda7/worker.js";
-import { startZeebeWorker } from "../workers/zeebe/worker.js";
+import { startZeebeWorker, zeebeClient } from "../workers/zeebe/worker.js";
 import { option } from "./harness.js";
 
 const tasks = Number(option("tasks", "2000"));
@@ -65,7 +64,8 @@ async function main(): Promise<void> {
       return ms;
     };
     const noop = await round(() => {
-      const client = new Client({ baseUrl: c7.baseUrl, maxTasks: 10, asyncResponseTimeout: 1000, interval: 50, use: () => {} });
+      // The same client settings as the service's worker: 10 in hand, long polling, 20 ms between fetches.
+      const client = new Client({ baseUrl: c7.baseUrl, maxTasks: 10, maxParallelExecutions: 10, asyncResponseTimeout: 1000, interval: 20, use: () => {} });
       client.subscribe("api-request", { lockDuration: 30_000 }, async ({ task, taskService }) => {
         await taskService.complete(task, new Variables().set("result", { accessPoints: [] }));
       });
@@ -97,10 +97,11 @@ async function main(): Promise<void> {
       return ms;
     };
     const noop = await round((count) => {
-      const c8 = new Camunda8({ ZEEBE_GRPC_ADDRESS: `grpc://${zb.address}`, CAMUNDA_AUTH_STRATEGY: "NONE", ZEEBE_CLIENT_LOG_LEVEL: "NONE", CAMUNDA_LOG_LEVEL: "none" } as never).getZeebeGrpcApiClient();
+      const c8 = zeebeClient({ address: zb.address });
       const worker = c8.createWorker({
         taskType: "api-request",
         maxJobsToActivate: 10,
+        pollInterval: 20,
         loglevel: "NONE",
         taskHandler: async (job) => {
           const ack = await job.complete({ result: { accessPoints: [] } });

@@ -6,6 +6,11 @@ import { z } from "zod";
  * Nothing else in the code base reads `process.env`.
  */
 export interface Config {
+  /**
+   * `server`: the REST API, with the workers beside it when an engine is configured. `worker`: the
+   * workers alone (`npm run worker`), serving only /health, /ready and /metrics; needs no JWT key.
+   */
+  role: Role;
   /** REST port. Default 3000. */
   port: number;
   /** Interface the REST server binds to. Default `0.0.0.0`. */
@@ -61,6 +66,8 @@ export interface WorkerSettings {
   /** CAMUNDA_WORKER_ID: default `<host>-<pid>-<random>`. */
   workerId: string | undefined;
 }
+
+export type Role = "server" | "worker";
 
 export type LogLevel = "error" | "warn" | "info" | "debug" | "silent";
 
@@ -180,14 +187,19 @@ export function processEnvironment(): Env {
 }
 
 /** Reads and checks the environment; every problem is reported at once in a {@link ConfigError}. */
-export function loadConfig(env: Env = processEnvironment()): Config {
+export function loadConfig(env: Env = processEnvironment(), role: Role = "server"): Config {
   const problems: string[] = [];
   const parsed = envSchema.safeParse(env);
   const parsedAuth = authSchema.safeParse(env);
   for (const result of [parsed, parsedAuth]) {
     if (!result.success) problems.push(...result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`));
   }
-  const auth = parsedAuth.success ? readAuth(parsedAuth.data, problems) : undefined;
+  // The workers alone serve no API, so they need no key to check tokens with.
+  const auth: AuthConfig | undefined =
+    role === "worker" ? { disabled: true, userClaim: env.JWT_USER_CLAIM ?? "sub" } : parsedAuth.success ? readAuth(parsedAuth.data, problems) : undefined;
+  if (parsed.success && role === "worker" && parsed.data.CAMUNDA_URL === undefined && parsed.data.ZEEBE_ADDRESS === undefined) {
+    problems.push("the worker needs an engine: set CAMUNDA_URL (Camunda 7), ZEEBE_ADDRESS (Zeebe) or both");
+  }
   if (parsed.success) {
     const oauth = [parsed.data.ZEEBE_CLIENT_ID, parsed.data.ZEEBE_CLIENT_SECRET, parsed.data.ZEEBE_OAUTH_URL];
     if (oauth.some((v) => v !== undefined) && oauth.some((v) => v === undefined)) {
@@ -197,6 +209,7 @@ export function loadConfig(env: Env = processEnvironment()): Config {
   if (!parsed.success || auth === undefined || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;
   return {
+    role,
     port: e.PORT ?? 3000,
     host: e.HOST ?? "0.0.0.0",
     databaseUrl: e.DATABASE_URL,

@@ -1,5 +1,5 @@
-import type { Config } from "./config.js";
-import type { Logger } from "./logger.js";
+import { ConfigError, loadConfig, type Config, type Role } from "./config.js";
+import { createLogger, type Logger } from "./logger.js";
 import { createService, type Service } from "./service.js";
 
 /**
@@ -46,4 +46,22 @@ export async function runService(config: Config, logger: Logger, afterStart?: (s
 export function exitOnStartFailure(err: unknown): never {
   process.stderr.write(`failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
+}
+
+/**
+ * An entry point: the configuration comes from the environment, nothing is assumed. A configuration
+ * problem is printed and exits 2; any other start-up failure exits 1.
+ */
+export function runFromEnvironment(role: Role): void {
+  let config: Config;
+  try {
+    config = loadConfig(undefined, role);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  runService(config, createLogger(config.logLevel)).catch(exitOnStartFailure);
 }

@@ -20,7 +20,7 @@ export interface Service {
 }
 
 export async function createService(config: Config, logger: Logger): Promise<Service> {
-  if (config.auth.disabled) {
+  if (config.auth.disabled && config.role === "server") {
     logger.warn("AUTH IS DISABLED: every request is accepted as an admin. Never run like this outside development.", {
       setting: "AUTH_DISABLED=true",
     });

@@ -1,12 +1,12 @@
 import { expect } from "chai";
-import { ConfigError, loadConfig } from "../src/config.js";
+import { ConfigError, loadConfig, type Role } from "../src/config.js";
 import { ecKeyPair, rsaKeyPair } from "./support/tokens.js";
 
 const SECRET = "a-secret-of-at-least-thirty-two-bytes!!";
 
-function problemsOf(env: Record<string, string>): string[] {
+function problemsOf(env: Record<string, string>, role: Role = "server"): string[] {
   try {
-    loadConfig(env);
+    loadConfig(env, role);
   } catch (err) {
     expect(err).to.be.instanceOf(ConfigError);
     return (err as ConfigError).problems;
@@ -73,6 +73,16 @@ describe("configuration", () => {
 
   it("accepts no key when AUTH_DISABLED=true", () => {
     expect(loadConfig({ AUTH_DISABLED: "true" }).auth.disabled).to.equal(true);
+  });
+
+  it("runs the workers alone without a JWT key, but not without an engine", () => {
+    expect(problemsOf({}, "worker")).to.deep.equal(["the worker needs an engine: set CAMUNDA_URL (Camunda 7), ZEEBE_ADDRESS (Zeebe) or both"]);
+    const worker = loadConfig({ ZEEBE_ADDRESS: "localhost:26500" }, "worker");
+    expect(worker.role).to.equal("worker");
+    expect(worker.zeebeAddress).to.equal("localhost:26500");
+    expect(loadConfig({ CAMUNDA_URL: "http://localhost:8080/engine-rest" }, "worker").camundaUrl).to.equal("http://localhost:8080/engine-rest");
+    // The server still needs its key, engine or not.
+    expect(problemsOf({ CAMUNDA_URL: "http://localhost:8080/engine-rest" })).to.have.length(1);
   });
 
   it("refuses both keys at once, a short secret, and a key that is not PEM", () => {

@@ -138,6 +138,8 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   healthRoutes(app, deps);
+  // The workers alone (role worker) serve the operations routes only.
+  if (config.role === "worker") return app;
   graphRoutes(app, deps);
   apiDefinitionRoutes(app, deps);
   eventRoutes(app, deps);

@@ -1,11 +1,21 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { Camunda8 } from "@camunda8/sdk";
+import { zeebeClient, type ZeebeClient } from "../../workers/zeebe/worker.js";
 import { freePort, ROOT } from "./process.js";
 
 const PROJECT = join(ROOT, "test/engines/zeebe");
 const JAR = join(PROJECT, "target/zeebe-engine.jar");
+
+/** One record of the engine's log, as Zeebe's exporters see it. */
+export interface ZeebeRecord {
+  position: number;
+  key: number;
+  valueType: string;
+  intent: string;
+  recordType: "EVENT" | "COMMAND" | "COMMAND_REJECTION";
+  value: Record<string, unknown> & { processInstanceKey?: number; bpmnElementType?: string; elementId?: string };
+}
 
 function ensureJar(): void {
   const sources = ["pom.xml", "src/main/java/local/engines/zeebe/EngineMain.java"].map((f) => statSync(join(PROJECT, f)).mtimeMs);
@@ -16,19 +26,21 @@ function ensureJar(): void {
 
 /** A real Zeebe engine (zeebe-process-test-engine) with its gRPC gateway on a free port. */
 export class ZeebeEngine {
-  readonly client: ReturnType<Camunda8["getZeebeGrpcApiClient"]>;
+  readonly client: ZeebeClient;
 
   private constructor(
     readonly address: string,
+    private readonly recordsUrl: string,
     private readonly child: ChildProcess,
   ) {
-    this.client = new Camunda8({ ZEEBE_GRPC_ADDRESS: `grpc://${address}`, CAMUNDA_AUTH_STRATEGY: "NONE", ZEEBE_CLIENT_LOG_LEVEL: "NONE", CAMUNDA_LOG_LEVEL: "none" } as never).getZeebeGrpcApiClient();
+    this.client = zeebeClient({ address });
   }
 
   static async start(): Promise<ZeebeEngine> {
     ensureJar();
     const port = await freePort();
-    const child = spawn("java", ["-Xmx512m", "-jar", JAR, String(port)], { stdio: ["ignore", "pipe", "ignore"] });
+    const recordsPort = await freePort();
+    const child = spawn("java", ["-Xmx512m", "-jar", JAR, String(port), String(recordsPort)], { stdio: ["ignore", "pipe", "ignore"] });
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error("Zeebe did not become ready in 60 s")), 60_000);
       child.stdout!.on("data", (chunk: Buffer) => {
@@ -39,7 +51,46 @@ export class ZeebeEngine {
       });
       child.once("exit", (code) => reject(new Error(`Zeebe exited with ${code}`)));
     });
-    return new ZeebeEngine(`127.0.0.1:${port}`, child);
+    return new ZeebeEngine(`127.0.0.1:${port}`, `http://127.0.0.1:${recordsPort}/records`, child);
+  }
+
+  /** The engine's records of one value type (PROCESS_INSTANCE, JOB, INCIDENT, …), oldest first. */
+  async records(valueType: string): Promise<ZeebeRecord[]> {
+    const res = await fetch(`${this.recordsUrl}?valueType=${encodeURIComponent(valueType)}`);
+    if (!res.ok) throw new Error(`records ${valueType}: ${res.status}`);
+    return (await res.json()) as ZeebeRecord[];
+  }
+
+  private async ofInstance(valueType: string, processInstanceKey: string): Promise<ZeebeRecord[]> {
+    return (await this.records(valueType)).filter((r) => r.recordType === "EVENT" && String(r.value.processInstanceKey) === String(processInstanceKey));
+  }
+
+  /** Incidents created for an instance. */
+  async incidents(processInstanceKey: string): Promise<ZeebeRecord[]> {
+    return (await this.ofInstance("INCIDENT", processInstanceKey)).filter((r) => r.intent === "CREATED");
+  }
+
+  /** The ids of the elements an instance completed, in order (the path it took). */
+  async completedElements(processInstanceKey: string): Promise<string[]> {
+    return (await this.ofInstance("PROCESS_INSTANCE", processInstanceKey)).filter((r) => r.intent === "ELEMENT_COMPLETED" && r.value.bpmnElementType !== "PROCESS").map((r) => String(r.value.elementId));
+  }
+
+  /** Waits until the instance has completed, or has an incident; answers which. */
+  async settle(processInstanceKey: string, timeoutMs = 30_000): Promise<"ended" | "incident"> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const events = await this.ofInstance("PROCESS_INSTANCE", processInstanceKey);
+      if (events.some((r) => r.intent === "ELEMENT_COMPLETED" && r.value.bpmnElementType === "PROCESS")) return "ended";
+      if ((await this.incidents(processInstanceKey)).length > 0) return "incident";
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`instance ${processInstanceKey} did not settle in ${timeoutMs} ms`);
+  }
+
+  /** The end event an instance reached. */
+  async endEvent(processInstanceKey: string): Promise<string | undefined> {
+    const ends = (await this.ofInstance("PROCESS_INSTANCE", processInstanceKey)).filter((r) => r.intent === "ELEMENT_COMPLETED" && r.value.bpmnElementType === "END_EVENT");
+    return ends[0]?.value.elementId as string | undefined;
   }
 
   async stop(): Promise<void> {

@@ -1,19 +1,18 @@
 import { expect } from "chai";
-import knexFactory from "knex";
 import { loadConfig } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
-import { EXAMPLE_DEFINITION, exampleGraph } from "../../src/demo/seed.js";
-import { upsertEntities } from "../../src/graph/entities.js";
-import { createLinks } from "../../src/graph/links.js";
+import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
 import { createLogger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
 import { createServices, type Services } from "../../src/services.js";
-import { startCamunda7Worker, type RunningWorker } from "../../workers/camunda7/worker.js";
+import { startCamunda7Worker, type Camunda7WorkerOptions, type RunningWorker } from "../../workers/camunda7/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
 import { Camunda7Engine } from "../support/camunda7.js";
 import { freePort, startNode } from "../support/process.js";
 import { MemoryTransport } from "../support/server.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
+import { TcpProxy } from "../support/proxy.js";
+import { expectCompletedWhileStopping, seedWorkerTenant, servicesWithDatabaseDown, SLOW_DEFINITION, taskLines, waitUntil } from "../support/workers.js";
 
 describe("Camunda 7 worker against a real engine", function () {
   this.timeout(180_000);
@@ -24,8 +23,8 @@ describe("Camunda 7 worker against a real engine", function () {
   let tenant: string;
   const workers: RunningWorker[] = [];
   const metrics = new Metrics();
-  const start = (s: Services, logs = new MemoryTransport()) => {
-    const worker = startCamunda7Worker(s, { baseUrl: engine.baseUrl, asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000 }, createLogger("info", [logs]), metrics);
+  const start = (s: Services, logs = new MemoryTransport(), options: Partial<Camunda7WorkerOptions> = {}) => {
+    const worker = startCamunda7Worker(s, { baseUrl: engine.baseUrl, asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000, ...options }, createLogger("info", [logs]), metrics);
     workers.push(worker);
     return { worker, logs };
   };
@@ -40,15 +39,7 @@ describe("Camunda 7 worker against a real engine", function () {
     db = await backend("postgres");
     services = createServices(config, db);
     tenant = randomTenant();
-    const { entities, links } = exampleGraph(tenant, [{ publicId: "AGR-1", accessPoints: [["EAN-1", "GAS"], ["EAN-2", "WATER"]] }, { publicId: "AGR-EMPTY", accessPoints: [] }]);
-    await upsertEntities(db.knex, tenant, entities);
-    await createLinks(db.knex, tenant, links);
-    await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
-    await services.calculations.create(tenant, {
-      externalId: "doubled",
-      calculationType: "EXPRESSION",
-      data: { inputDefinitions: [{ name: "a", type: "VALUE" }], calculation: { expression: "a * 2", expressionType: "VALUE", scope: { a: { type: "VALUE", value: 0 } } } },
-    });
+    await seedWorkerTenant(services, db, tenant);
   });
   afterEach(stopAll);
   after(async () => {
@@ -101,9 +92,8 @@ describe("Camunda 7 worker against a real engine", function () {
   });
 
   it("reports a passing fault as a failure with decreasing retries, then the engine raises an incident", async () => {
-    const down = knexFactory({ client: "pg", connection: "postgres://postgres@127.0.0.1:1/test", acquireConnectionTimeout: 500, log: { warn: () => {}, error: () => {} } });
-    const broken = createServices(config, { ...db, knex: down, graph: { knex: down, presetTimeoutMs: undefined } });
-    const { logs } = start(broken);
+    const broken = servicesWithDatabaseDown(config, db);
+    const { logs } = start(broken.services);
     const id = await run({ queryParameters: { publicId: "AGR-1" } });
     expect(await engine.settle(id, 60_000)).to.equal("incident");
     const failures = logs.entries.filter((e) => e.message === "task" && e.outcome === "failure UNAVAILABLE");
@@ -111,7 +101,7 @@ describe("Camunda 7 worker against a real engine", function () {
     const [incident] = await engine.call<{ incidentMessage: string; incidentType: string }[]>("GET", `/incident?processInstanceId=${id}`);
     expect(incident?.incidentType).to.equal("failedExternalTask");
     expect(incident?.incidentMessage).to.match(/not reachable/);
-    await down.destroy();
+    await broken.close();
   });
 
   it("calculates a series and decides on its value; an unknown calculation is caught as a BPMN error", async () => {
@@ -128,12 +118,6 @@ describe("Camunda 7 worker against a real engine", function () {
   });
 
   it("on SIGTERM stops fetching, completes the task in hand, then the server process exits 0", async () => {
-    // A transform that takes a couple of seconds: a task that is surely in hand when the signal comes.
-    await services.apiDefinitions.create(tenant, {
-      ...EXAMPLE_DEFINITION,
-      externalId: "slow-access-points",
-      transform: '( $loop := function($i){ $i < 400000 ? $loop($i + 1) : $i }; { "accessPoints": result(?accessPoint) { externalId }, "steps": $loop(0) } )',
-    });
     const server = startNode("dist/src/main.js", {
       DATABASE_URL: TEST_DATABASE_URL,
       JWT_SECRET: TEST_JWT_SECRET,
@@ -144,7 +128,7 @@ describe("Camunda 7 worker against a real engine", function () {
     });
     try {
       await server.waitFor(/camunda 7 worker started/);
-      const id = await run({ apiDefinitionExternalId: "slow-access-points", queryParameters: { publicId: "AGR-1" } });
+      const id = await run({ apiDefinitionExternalId: SLOW_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
       for (let i = 0; i < 100; i++) {
         const [task] = await engine.call<{ workerId: string | null }[]>("GET", `/external-task?processInstanceId=${id}`);
         if (task?.workerId) break;
@@ -154,9 +138,7 @@ describe("Camunda 7 worker against a real engine", function () {
       expect(await server.exited).to.equal(0);
       expect(await engine.settle(id)).to.equal("ended");
       expect(await engine.endEvent(id)).to.equal("EndFound");
-      const lines = server.lines.join("\n");
-      expect(lines.indexOf('"outcome":"completed"')).to.be.greaterThan(lines.indexOf("shutting down"));
-      expect(lines.indexOf('"message":"stopped"')).to.be.greaterThan(lines.indexOf('"outcome":"completed"'));
+      expectCompletedWhileStopping(server.lines);
     } finally {
       server.kill();
     }
@@ -171,5 +153,44 @@ describe("Camunda 7 worker against a real engine", function () {
     expect(completed).to.have.length(20);
     expect(new Set(completed).size).to.equal(20);
   });
-});
 
+  it("keeps the lock of a task that runs longer than the lock duration: no other worker gets it", async () => {
+    const patient = createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET, TRANSFORM_TIMEOUT_MS: "60000" }), db);
+    const holder = start(patient, new MemoryTransport(), { lockDurationMs: 1000 });
+    const id = await run({ apiDefinitionExternalId: SLOW_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
+    await waitUntil(async () => (await engine.call<{ workerId: string | null }[]>("GET", `/external-task?processInstanceId=${id}`))[0]?.workerId === holder.worker.workerId, "task locked");
+    // A second worker polls the topic while the first runs past its 1 s lock several times.
+    const other = start(patient, new MemoryTransport(), { lockDurationMs: 1000 });
+    expect(await engine.settle(id)).to.equal("ended");
+    await waitUntil(() => taskLines(holder.logs.entries, "completed").length > 0, "completion logged");
+    expect(taskLines(holder.logs.entries, "completed")).to.have.length(1);
+    expect(holder.logs.entries.filter((e) => e.level === "error" || e.message === "lock extension failed")).to.deep.equal([]);
+    expect(other.logs.entries.filter((e) => e.message === "task")).to.deep.equal([]);
+    expect(Number((taskLines(holder.logs.entries, "completed")[0] as { durationMs: number }).durationMs)).to.be.greaterThan(1000);
+  });
+
+  it("survives a lost engine connection: logs it once, backs off, and takes tasks again when the engine is back", async () => {
+    const proxy = await TcpProxy.start(new URL(engine.baseUrl).host);
+    try {
+      const { logs } = start(services, new MemoryTransport(), { baseUrl: proxy.through(engine.baseUrl) });
+      const before = await run({ queryParameters: { publicId: "AGR-1" } });
+      expect(await engine.settle(before)).to.equal("ended");
+      await proxy.cut();
+      // A long poll cut off on the way is still waiting at the engine for its 1 s: a task created
+      // then would be locked for a worker that never hears of it, until the lock expires.
+      await new Promise((r) => setTimeout(r, 1500));
+      const during = await run({ queryParameters: { publicId: "AGR-1" } });
+      await new Promise((r) => setTimeout(r, 3000));
+      expect((await engine.call<{ state: string }>("GET", `/history/process-instance/${during}`)).state).to.equal("ACTIVE");
+      expect(logs.entries.filter((e) => e.message === "camunda 7 unreachable; retrying")).to.have.length(1);
+      await proxy.restore();
+      expect(await engine.settle(during, 60_000)).to.equal("ended");
+      expect(await engine.endEvent(during)).to.equal("EndFound");
+      const back = logs.entries.find((e) => e.message === "camunda 7 reachable again");
+      // Back-off 0.5, 1, 2 s …: a handful of failed polls in 4 s, not one every 20 ms.
+      expect(Number(back?.failedPolls)).to.be.within(2, 6);
+    } finally {
+      await proxy.cut();
+    }
+  });
+});

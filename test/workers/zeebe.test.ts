@@ -1,19 +1,18 @@
 import { join } from "node:path";
 import { expect } from "chai";
-import knexFactory from "knex";
 import { loadConfig } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
-import { EXAMPLE_DEFINITION, exampleGraph } from "../../src/demo/seed.js";
-import { upsertEntities } from "../../src/graph/entities.js";
-import { createLinks } from "../../src/graph/links.js";
+import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
 import { createLogger } from "../../src/logger.js";
 import { createServices, type Services } from "../../src/services.js";
 import type { RunningWorker } from "../../workers/camunda7/worker.js";
 import { startZeebeWorker } from "../../workers/zeebe/worker.js";
-import { backend, randomTenant } from "../support/backends.js";
-import { ROOT } from "../support/process.js";
+import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
+import { freePort, ROOT, startNode } from "../support/process.js";
+import { TcpProxy } from "../support/proxy.js";
 import { MemoryTransport } from "../support/server.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
+import { expectCompletedWhileStopping, seedWorkerTenant, servicesWithDatabaseDown, SLOW_DEFINITION, taskLines, waitUntil } from "../support/workers.js";
 import { ZeebeEngine } from "../support/zeebe.js";
 
 describe("Zeebe worker against a real engine", function () {
@@ -24,8 +23,8 @@ describe("Zeebe worker against a real engine", function () {
   let services: Services;
   let tenant: string;
   const workers: RunningWorker[] = [];
-  const start = (s: Services, logs = new MemoryTransport()) => {
-    workers.push(startZeebeWorker(s, { address: engine.address, timeoutMs: 20_000 }, createLogger("info", [logs])));
+  const start = (s: Services, logs = new MemoryTransport(), address = engine.address) => {
+    workers.push(startZeebeWorker(s, { address, timeoutMs: 20_000 }, createLogger("info", [logs])));
     return logs;
   };
 
@@ -36,15 +35,7 @@ describe("Zeebe worker against a real engine", function () {
     db = await backend("postgres");
     services = createServices(config, db);
     tenant = randomTenant();
-    const { entities, links } = exampleGraph(tenant, [{ publicId: "AGR-1", accessPoints: [["EAN-1", "GAS"], ["EAN-2", "WATER"]] }, { publicId: "AGR-EMPTY", accessPoints: [] }]);
-    await upsertEntities(db.knex, tenant, entities);
-    await createLinks(db.knex, tenant, links);
-    await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
-    await services.calculations.create(tenant, {
-      externalId: "doubled",
-      calculationType: "EXPRESSION",
-      data: { inputDefinitions: [{ name: "a", type: "VALUE" }], calculation: { expression: "a * 2", expressionType: "VALUE", scope: { a: { type: "VALUE", value: 0 } } } },
-    });
+    await seedWorkerTenant(services, db, tenant);
   });
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.stop()));
@@ -53,14 +44,17 @@ describe("Zeebe worker against a real engine", function () {
     await engine?.stop();
   });
 
+  const variablesOf = (extra: Record<string, unknown>) => ({ apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, ...extra });
   const run = async (variables: Record<string, unknown>) =>
     (
       await engine.client.createProcessInstanceWithResult({
         bpmnProcessId: "api-request-example-zeebe",
-        variables: { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, ...variables } as never,
+        variables: variablesOf(variables) as never,
         requestTimeout: 30_000,
       })
     ).variables as Record<string, unknown>;
+  const startInstance = async (variables: Record<string, unknown>) =>
+    (await engine.client.createProcessInstance({ bpmnProcessId: "api-request-example-zeebe", variables: variablesOf(variables) as never })).processInstanceKey;
 
   it("completes the job with the result, and the gateway routes on it", async () => {
     start(services);
@@ -68,40 +62,51 @@ describe("Zeebe worker against a real engine", function () {
     expect(found.outcome).to.equal("found");
     expect((found.result as { accessPoints: { externalId: string }[] }).accessPoints.map((a) => a.externalId)).to.deep.equal(["EAN-1", "EAN-2"]);
     expect((await run({ queryParameters: JSON.stringify({ publicId: "AGR-EMPTY" }) })).outcome).to.equal("none");
+    // The path as the engine recorded it.
+    const key = await startInstance({ queryParameters: { publicId: "AGR-1" } });
+    expect(await engine.settle(key)).to.equal("ended");
+    expect(await engine.completedElements(key)).to.deep.equal(["Start", "RequestAccessPoints", "AnyAccessPoint", "EndFound"]);
   });
 
   it("raises API_DEFINITION_NOT_FOUND as a BPMN error the boundary event catches", async () => {
     const logs = start(services);
     expect((await run({ apiDefinitionExternalId: "no-such-definition" })).outcome).to.equal("not found");
+    const key = await startInstance({ apiDefinitionExternalId: "no-such-definition" });
+    expect(await engine.settle(key)).to.equal("ended");
+    expect(await engine.completedElements(key)).to.deep.equal(["Start", "NotFound", "EndNotFound"]);
     // The instance can end before the worker has logged the acknowledged command.
-    const logged = () => logs.entries.some((e) => e.message === "task" && e.outcome === "bpmnError API_DEFINITION_NOT_FOUND");
-    for (let i = 0; i < 50 && !logged(); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(logged()).to.equal(true);
+    await waitUntil(() => taskLines(logs.entries, "bpmnError API_DEFINITION_NOT_FOUND").length === 2, "two BPMN errors logged");
   });
 
-  it("fails a job on a passing fault with one retry fewer each time, and stops at zero", async () => {
-    const down = knexFactory({ client: "pg", connection: "postgres://postgres@127.0.0.1:1/test", acquireConnectionTimeout: 500, log: { warn: () => {}, error: () => {} } });
-    const logs = start(createServices(config, { ...db, knex: down, graph: { knex: down, presetTimeoutMs: undefined } }));
-    await engine.client.createProcessInstance({ bpmnProcessId: "api-request-example-zeebe", variables: { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, queryParameters: { publicId: "AGR-1" } } });
-    const failures = () => logs.entries.filter((e) => e.message === "task" && e.outcome === "failure UNAVAILABLE");
-    for (let i = 0; i < 200 && failures().length < 3; i++) await new Promise((r) => setTimeout(r, 100));
-    // The job came with 3, 2 and 1 retries; at 0 the engine raises an incident and hands it out no more.
-    expect(failures().map((e) => e.retries)).to.deep.equal([3, 2, 1]);
-    await new Promise((r) => setTimeout(r, 5000));
-    expect(failures()).to.have.length(3);
-    await down.destroy();
+  it("fails a job on a passing fault with one retry fewer each time, then the engine raises an incident", async () => {
+    const broken = servicesWithDatabaseDown(config, db);
+    const logs = start(broken.services);
+    const key = await startInstance({ queryParameters: { publicId: "AGR-1" } });
+    expect(await engine.settle(key, 60_000)).to.equal("incident");
+    // The job came with 3, 2 and 1 retries, backing off 1 s then 2 s; at 0 the engine raised the incident.
+    expect(taskLines(logs.entries, "failure UNAVAILABLE").map((e) => e.retries)).to.deep.equal([3, 2, 1]);
+    const [incident] = await engine.incidents(key);
+    expect(incident?.value.errorType).to.equal("JOB_NO_RETRIES");
+    expect(incident?.value.errorMessage).to.match(/not reachable/);
+    expect(incident?.value.elementId).to.equal("RequestAccessPoints");
+    await broken.close();
   });
 
   it("calculates a value and decides on it; an unknown calculation is caught as a BPMN error", async () => {
     start(services);
-    const calc = async (variables: Record<string, unknown>) =>
-      (await engine.client.createProcessInstanceWithResult({ bpmnProcessId: "calculate-series-example-zeebe", variables: { tenantId: tenant, threshold: 40, ...variables } as never, requestTimeout: 30_000 }))
-        .variables as Record<string, unknown>;
+    const calc = async (variables: Record<string, unknown>) => {
+      const { processInstanceKey, variables: out } = await engine.client.createProcessInstanceWithResult({
+        bpmnProcessId: "calculate-series-example-zeebe",
+        variables: { tenantId: tenant, threshold: 40, ...variables } as never,
+        requestTimeout: 30_000,
+      });
+      return { ...(out as Record<string, unknown>), end: await engine.endEvent(processInstanceKey) } as Record<string, unknown>;
+    };
     const high = await calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 21 } } });
-    expect(high.outcome).to.equal("above");
+    expect(high.end).to.equal("EndHigh");
     expect(high.result).to.deep.equal({ value: 42 });
-    expect((await calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 5 } } })).outcome).to.equal("not above");
-    expect((await calc({ calculationDefinitionExternalId: "no-such-calculation" })).outcome).to.equal("not found");
+    expect((await calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 5 } } })).end).to.equal("EndLow");
+    expect((await calc({ calculationDefinitionExternalId: "no-such-calculation" })).end).to.equal("EndNotFound");
   });
 
   it("lets two workers share a job type, each job completed exactly once", async () => {
@@ -109,10 +114,51 @@ describe("Zeebe worker against a real engine", function () {
     const second = start(services);
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => run({ queryParameters: { publicId: i % 2 === 0 ? "AGR-1" : "AGR-EMPTY" } })));
     expect(results.map((r) => r.outcome)).to.deep.equal(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? "found" : "none")));
-    const done = () => [...first.entries, ...second.entries].filter((e) => e.message === "task" && e.outcome === "completed").map((e) => e.taskId);
-    for (let i = 0; i < 50 && done().length < 20; i++) await new Promise((r) => setTimeout(r, 100));
-    const completed = done();
-    expect(completed).to.have.length(20);
-    expect(new Set(completed).size).to.equal(20);
+    const done = () => taskLines([...first.entries, ...second.entries], "completed").map((e) => e.taskId);
+    await waitUntil(() => done().length >= 20, "20 completions logged");
+    expect(done()).to.have.length(20);
+    expect(new Set(done()).size).to.equal(20);
+  });
+
+  it("survives a lost gateway connection: logs it once, and takes jobs again when the gateway is back", async () => {
+    const proxy = await TcpProxy.start(engine.address);
+    try {
+      const logs = start(services, new MemoryTransport(), proxy.through(engine.address));
+      const before = await startInstance({ queryParameters: { publicId: "AGR-1" } });
+      expect(await engine.settle(before)).to.equal("ended");
+      await proxy.cut();
+      const during = await startInstance({ queryParameters: { publicId: "AGR-1" } });
+      await new Promise((r) => setTimeout(r, 4000));
+      expect(await engine.endEvent(during)).to.equal(undefined);
+      expect(logs.entries.filter((e) => e.message === "zeebe gateway unreachable; retrying")).to.have.length(1);
+      await proxy.restore();
+      expect(await engine.settle(during, 60_000)).to.equal("ended");
+      expect(await engine.endEvent(during)).to.equal("EndFound");
+      await waitUntil(() => logs.entries.some((e) => e.message === "zeebe gateway reachable again"), "reconnection logged");
+    } finally {
+      await proxy.cut();
+    }
+  });
+
+  it("runs alone (npm run worker): on SIGTERM stops activating, completes the job in hand, then exits 0", async () => {
+    const port = await freePort();
+    const worker = startNode("dist/src/worker.js", { DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: "127.0.0.1", ZEEBE_ADDRESS: engine.address, TRANSFORM_TIMEOUT_MS: "60000" });
+    try {
+      await worker.waitFor(/"listening"/);
+      // Operations only: readiness reports the engine; the API is not served by the worker.
+      const ready = (await (await fetch(`http://127.0.0.1:${port}/ready`)).json()) as { checks: Record<string, { status: string }> };
+      expect(ready.checks).to.deep.equal({ database: { status: "up" }, zeebe: { status: "up" } });
+      expect((await fetch(`http://127.0.0.1:${port}/api-definitions`)).status).to.equal(404);
+
+      const key = await startInstance({ apiDefinitionExternalId: SLOW_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
+      await waitUntil(async () => (await engine.records("JOB_BATCH")).some((r) => r.intent === "ACTIVATED" && JSON.stringify(r.value).includes(String(key))), "job activated");
+      worker.child.kill("SIGTERM");
+      expect(await worker.exited).to.equal(0);
+      expect(await engine.settle(key)).to.equal("ended");
+      expect(await engine.endEvent(key)).to.equal("EndFound");
+      expectCompletedWhileStopping(worker.lines);
+    } finally {
+      worker.kill();
+    }
   });
 });

@@ -28,6 +28,7 @@ declare module "camunda-external-task-client-js" {
     baseUrl: string;
     workerId?: string;
     maxTasks?: number;
+    maxParallelExecutions?: number;
     lockDuration?: number;
     asyncResponseTimeout?: number;
     interval?: number;

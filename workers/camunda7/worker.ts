@@ -15,7 +15,7 @@ export interface Camunda7WorkerOptions {
   workerId?: string;
   /** Topic names; default `api-request` and `calculate-series`. */
   topics?: { apiRequest?: string; calculateSeries?: string };
-  /** Most tasks fetched and run at once. Default 10. */
+  /** Most tasks in hand at once (a fetch asks for the free slots only). Default 10. */
   maxTasks?: number;
   /** How long a fetched task stays locked to this worker; extended while it runs. Default 30 s. */
   lockDurationMs?: number;
@@ -50,6 +50,8 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
     baseUrl: options.baseUrl,
     workerId,
     maxTasks: options.maxTasks ?? 10,
+    // maxTasks bounds the tasks in hand, not only one fetch: a fetch asks for the free slots only.
+    maxParallelExecutions: options.maxTasks ?? 10,
     lockDuration,
     asyncResponseTimeout: options.asyncResponseTimeoutMs ?? 10_000,
     // The next fetch follows the last at once: long polling keeps an idle worker from spinning,
@@ -93,42 +95,47 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       inFlight++;
       const started = performance.now();
       metrics?.fetched("camunda7", topic);
-      // A task that runs long keeps its lock.
+      // A task that runs long keeps its lock: extended three times per lock duration, so one slow
+      // extension round trip does not let the lock lapse.
       const keepLocked = setInterval(() => {
         taskService.extendLock(task, lockDuration).catch((err: unknown) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
-      }, Math.max(1000, lockDuration / 2));
+      }, Math.max(100, lockDuration / 3));
       let outcome = "completed";
       let kind: "completed" | "bpmnError" | "failure" = "completed";
       let code: string | undefined;
       let tenant: string | null = task.tenantId ?? null;
+      // Exactly one report per task: complete, a BPMN error, or a failure (retried).
+      let report: () => Promise<void>;
       try {
         const variables = task.variables.getAll() as Record<string, unknown>;
         tenant = (typeof variables.tenantId === "string" ? variables.tenantId : null) ?? tenant;
         const output = await handler(services, variables, { tenant: task.tenantId });
         const processVariables = new Variables();
         for (const [name, value] of Object.entries(output)) processVariables.set(name, value);
-        await taskService.complete(task, processVariables);
+        report = () => taskService.complete(task, processVariables);
       } catch (err) {
         const result = taskOutcome(err);
         outcome = result.kind === "bpmnError" ? `bpmnError ${result.code}` : `failure ${result.code}`;
         kind = result.kind;
         code = result.code;
-        try {
-          if (result.kind === "bpmnError") {
-            await taskService.handleBpmnError(task, result.code, result.message);
-          } else {
-            const retries = retriesAfterFailure(task.retries, defaultRetries);
-            await taskService.handleFailure(task, { errorMessage: result.message, errorDetails: err instanceof Error ? (err.stack ?? err.message) : String(err), retries, retryTimeout: retryTimeoutMs(retries, defaultRetries) });
-          }
-        } catch (reportErr) {
-          outcome = "unreported";
-          logger.error("could not report the task's outcome; its lock will expire and the engine will hand it out again", {
-            engine: "camunda7",
-            topic,
-            taskId: task.id,
-            error: reportErr instanceof Error ? reportErr.message : String(reportErr),
-          });
+        if (result.kind === "bpmnError") {
+          report = () => taskService.handleBpmnError(task, result.code, result.message);
+        } else {
+          const retries = retriesAfterFailure(task.retries, defaultRetries);
+          const errorDetails = err instanceof Error ? (err.stack ?? err.message) : String(err);
+          report = () => taskService.handleFailure(task, { errorMessage: result.message, errorDetails, retries, retryTimeout: retryTimeoutMs(retries, defaultRetries) });
         }
+      }
+      try {
+        await report();
+      } catch (reportErr) {
+        outcome = "unreported";
+        logger.error("could not report the task's outcome; its lock will expire and the engine will hand it out again", {
+          engine: "camunda7",
+          topic,
+          taskId: task.id,
+          error: reportErr instanceof Error ? reportErr.message : String(reportErr),
+        });
       } finally {
         clearInterval(keepLocked);
         inFlight--;

@@ -1,4 +1,4 @@
-import { Camunda8 } from "@camunda8/sdk";
+import { Camunda8, Zeebe } from "@camunda8/sdk";
 import type { Logger } from "../../src/logger.js";
 import type { TaskMetrics } from "../../src/metrics.js";
 import type { Services } from "../../src/services.js";
@@ -20,21 +20,26 @@ export interface ZeebeWorkerOptions {
   maxJobsToActivate?: number;
   /** How long an activated job is reserved for this worker. Default 30 s. */
   timeoutMs?: number;
+  /** Pause between job activations (each a long poll). Default 20 ms. */
+  pollIntervalMs?: number;
   /** Retries assumed when a job carries none. Default 3. */
   defaultRetries?: number;
 }
 
 type Handler = (services: Services, variables: Record<string, unknown>, context: TaskContext) => Promise<OutputVariables>;
 
+const JOB_ACTION_ACKNOWLEDGEMENT = Zeebe.Types.JOB_ACTION_ACKNOWLEDGEMENT;
+
 /** Zeebe's name for "no tenant" (multi-tenancy off). */
 const DEFAULT_TENANT = "<default>";
 
+export type ZeebeClient = ReturnType<Camunda8["getZeebeGrpcApiClient"]>;
+
 /**
- * Job workers for the two job types through @camunda8/sdk: a job is completed with the output
- * variables, or ends in `job.error` with the §7 code (a 4xx problem: a BPMN error a boundary event
- * catches), or in `job.fail` with one retry fewer and a growing back-off.
+ * A gRPC client of @camunda8/sdk for a gateway: plaintext, TLS (`grpcs`) or OAuth client
+ * credentials. The SDK's own console lines are off: the worker logs JSON lines of its own.
  */
-export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
+export function zeebeClient(options: Pick<ZeebeWorkerOptions, "address" | "tls" | "oauth">): ZeebeClient {
   const c8 = new Camunda8({
     ZEEBE_GRPC_ADDRESS: `${options.tls === true ? "grpcs" : "grpc"}://${options.address}`,
     ...(options.oauth === undefined
@@ -46,10 +51,47 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
           ZEEBE_CLIENT_SECRET: options.oauth.clientSecret,
           ...(options.oauth.audience !== undefined ? { ZEEBE_TOKEN_AUDIENCE: options.oauth.audience } : {}),
         }),
-    ZEEBE_CLIENT_LOG_LEVEL: "NONE", CAMUNDA_LOG_LEVEL: "none",
+    CAMUNDA_LOG_LEVEL: "none",
   } as never);
-  const zeebe = c8.getZeebeGrpcApiClient();
+  // The log level is read from the nested settings only (a flat key is ignored: measured).
+  return c8.getZeebeGrpcApiClient({ zeebeGrpcSettings: { ZEEBE_CLIENT_LOG_LEVEL: "NONE" } } as never);
+}
+
+/**
+ * Job workers for the two job types through @camunda8/sdk: a job is completed with the output
+ * variables, or ends in `job.error` with the §7 code (a 4xx problem: a BPMN error a boundary event
+ * catches), or in `job.fail` with one retry fewer and a growing back-off.
+ */
+export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
+  const zeebe = zeebeClient(options);
   const defaultRetries = options.defaultRetries ?? 3;
+
+  // A lost gateway: the job workers are closed (the SDK would otherwise retry an activation every
+  // poll interval), the gateway is probed with the SDK's own growing back-off, and fresh job
+  // workers start once it answers. One warning per outage, one line when it is back.
+  let workers: ReturnType<typeof create>[] = [];
+  let outage: Promise<void> | undefined;
+  let stopping = false;
+  const onConnectionError = () => {
+    if (stopping || outage !== undefined) return;
+    logger.warn("zeebe gateway unreachable; retrying", { engine: "zeebe", address: options.address });
+    const lost = workers.splice(0);
+    const since = Date.now();
+    outage = (async () => {
+      await Promise.all(lost.map((w) => w.close().catch(() => undefined)));
+      while (!stopping) {
+        try {
+          await zeebe.topology();
+          break;
+        } catch {
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+      if (stopping) return;
+      logger.info("zeebe gateway reachable again", { engine: "zeebe", address: options.address, outageMs: Date.now() - since });
+      startJobWorkers();
+    })().finally(() => (outage = undefined));
+  };
 
   const create = (taskType: string, handler: Handler) =>
     zeebe.createWorker({
@@ -58,6 +100,10 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
       loglevel: "NONE",
       maxJobsToActivate: options.maxJobsToActivate ?? 10,
       timeout: options.timeoutMs ?? 30_000,
+      // An activation is a long poll (held by the gateway until jobs arrive); the interval is only
+      // the pause before the next one, so a short one keeps a busy worker busy without spinning.
+      pollInterval: options.pollIntervalMs ?? 20,
+      onConnectionError,
       taskHandler: async (job) => {
         const started = performance.now();
         metrics?.fetched("zeebe", taskType);
@@ -67,20 +113,35 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
         const variables = job.variables as Record<string, unknown>;
         const tenant = (typeof variables.tenantId === "string" ? variables.tenantId : engineTenant) ?? null;
         let outcome = "completed";
+        // Exactly one job action per job: complete, error (a BPMN error) or fail (retried).
+        let report: () => ReturnType<typeof job.complete>;
         try {
           const output = await handler(services, variables, { tenant: engineTenant });
-          return await job.complete(output as Parameters<typeof job.complete>[0]);
+          report = () => job.complete(output as Parameters<typeof job.complete>[0]);
         } catch (err) {
           const result = taskOutcome(err);
           kind = result.kind;
           code = result.code;
           if (result.kind === "bpmnError") {
             outcome = `bpmnError ${result.code}`;
-            return await job.error({ errorCode: result.code, errorMessage: result.message, variables: {} });
+            report = () => job.error({ errorCode: result.code, errorMessage: result.message, variables: {} });
+          } else {
+            const retries = retriesAfterFailure(job.retries, defaultRetries);
+            outcome = `failure ${result.code}`;
+            report = () => job.fail({ errorMessage: result.message, retries, retryBackOff: retryTimeoutMs(retries, defaultRetries) });
           }
-          const retries = retriesAfterFailure(job.retries, defaultRetries);
-          outcome = `failure ${result.code}`;
-          return await job.fail({ errorMessage: result.message, retries, retryBackOff: retryTimeoutMs(retries, defaultRetries) });
+        }
+        try {
+          return await report();
+        } catch (reportErr) {
+          outcome = "unreported";
+          logger.error("could not report the job's outcome; it times out and the engine activates it again", {
+            engine: "zeebe",
+            topic: taskType,
+            taskId: job.key,
+            error: reportErr instanceof Error ? reportErr.message : String(reportErr),
+          });
+          return JOB_ACTION_ACKNOWLEDGEMENT;
         } finally {
           metrics?.finished("zeebe", taskType, kind, code, (performance.now() - started) / 1000);
           logger.info("task", { engine: "zeebe", topic: taskType, taskId: job.key, tenant, outcome, retries: job.retries, durationMs: Math.round(performance.now() - started) });
@@ -88,7 +149,10 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
       },
     });
 
-  const workers = [create(options.jobTypes?.apiRequest ?? "api-request", apiRequest), create(options.jobTypes?.calculateSeries ?? "calculate-series", calculateSeries)];
+  const startJobWorkers = () => {
+    workers = [create(options.jobTypes?.apiRequest ?? "api-request", apiRequest), create(options.jobTypes?.calculateSeries ?? "calculate-series", calculateSeries)];
+  };
+  startJobWorkers();
   logger.info("zeebe worker started", { engine: "zeebe", address: options.address, tls: options.tls === true, oauth: options.oauth !== undefined });
   return {
     engine: "zeebe",
@@ -100,9 +164,11 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
       ]);
     },
     async stop() {
+      stopping = true;
       // close() stops activating jobs and waits for the jobs in hand.
       await Promise.all(workers.map((w) => w.close()));
       await zeebe.close();
+      await outage;
     },
   };
 }

@@ -1,0 +1,59 @@
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { freePort } from "./process.js";
+
+/**
+ * A TCP relay in front of an engine, to take its connection away and give it back: `cut()` closes
+ * every connection and stops listening (the port refuses connections, as for an engine that went
+ * down), `restore()` listens again on the same port.
+ */
+export class TcpProxy {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+
+  private constructor(
+    readonly port: number,
+    private readonly target: { host: string; port: number },
+  ) {}
+
+  static async start(target: string): Promise<TcpProxy> {
+    const url = new URL(target.includes("://") ? target : `tcp://${target}`);
+    const proxy = new TcpProxy(await freePort(), { host: url.hostname, port: Number(url.port) });
+    await proxy.restore();
+    return proxy;
+  }
+
+  /** `target` with its host:port replaced by the proxy's. */
+  through(target: string): string {
+    const url = new URL(target.includes("://") ? target : `tcp://${target}`);
+    const replaced = `127.0.0.1:${this.port}`;
+    return target.includes("://") ? target.replace(url.host, replaced) : replaced;
+  }
+
+  restore(): Promise<void> {
+    const server = createServer((client) => {
+      const upstream = connect(this.target.port, this.target.host);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on("close", () => this.sockets.delete(socket));
+        socket.on("error", () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.port, "127.0.0.1", () => resolve());
+    });
+  }
+
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}

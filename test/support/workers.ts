@@ -1,0 +1,68 @@
+import { expect } from "chai";
+import type { Database } from "../../src/db/database.js";
+import { EXAMPLE_DEFINITION, exampleGraph } from "../../src/demo/seed.js";
+import { upsertEntities } from "../../src/graph/entities.js";
+import { createLinks } from "../../src/graph/links.js";
+import type { Services } from "../../src/services.js";
+import knexFactory from "knex";
+import { createServices } from "../../src/services.js";
+import type { Config } from "../../src/config.js";
+
+/**
+ * The example definition with a transform that takes a couple of seconds (JSONata yields to the
+ * event loop while it runs): a task that is surely in hand when a signal or a lock deadline comes.
+ */
+export const SLOW_DEFINITION = {
+  ...EXAMPLE_DEFINITION,
+  externalId: "slow-access-points",
+  transform: '( $loop := function($i){ $i < 400000 ? $loop($i + 1) : $i }; { "accessPoints": result(?accessPoint) { externalId }, "steps": $loop(0) } )',
+};
+
+/**
+ * What the workers' end-to-end tests run against in one tenant: agreement AGR-1 with two access
+ * points and AGR-EMPTY with none, the example and the slow API definitions, and the calculation
+ * `doubled` (a VALUE input times two).
+ */
+export async function seedWorkerTenant(services: Services, db: Database, tenant: string): Promise<void> {
+  const { entities, links } = exampleGraph(tenant, [
+    { publicId: "AGR-1", accessPoints: [["EAN-1", "GAS"], ["EAN-2", "WATER"]] },
+    { publicId: "AGR-EMPTY", accessPoints: [] },
+  ]);
+  await upsertEntities(db.knex, tenant, entities);
+  await createLinks(db.knex, tenant, links);
+  await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
+  await services.apiDefinitions.create(tenant, SLOW_DEFINITION);
+  await services.calculations.create(tenant, {
+    externalId: "doubled",
+    calculationType: "EXPRESSION",
+    data: { inputDefinitions: [{ name: "a", type: "VALUE" }], calculation: { expression: "a * 2", expressionType: "VALUE", scope: { a: { type: "VALUE", value: 0 } } } },
+  });
+}
+
+/** Services whose database is unreachable: every task meets a passing fault (UNAVAILABLE). */
+export function servicesWithDatabaseDown(config: Config, db: Database): { services: Services; close: () => Promise<void> } {
+  const down = knexFactory({ client: "pg", connection: "postgres://postgres@127.0.0.1:1/test", acquireConnectionTimeout: 500, log: { warn: () => {}, error: () => {} } });
+  return { services: createServices(config, { ...db, knex: down, graph: { knex: down, presetTimeoutMs: undefined } }), close: () => down.destroy() };
+}
+
+/** Polls until `done` holds; throws naming `what` after the timeout. */
+export async function waitUntil(done: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The `task` log lines of a worker with the given outcome. */
+export function taskLines(entries: Record<string, unknown>[], outcome: string): Record<string, unknown>[] {
+  return entries.filter((e) => e.message === "task" && e.outcome === outcome);
+}
+
+/** A process's log shows the task completed after "shutting down" and before "stopped". */
+export function expectCompletedWhileStopping(lines: string[]): void {
+  const text = lines.join("\n");
+  expect(text.indexOf("shutting down"), text).to.be.greaterThanOrEqual(0);
+  expect(text.indexOf('"outcome":"completed"'), text).to.be.greaterThan(text.indexOf("shutting down"));
+  expect(text.indexOf('"message":"stopped"'), text).to.be.greaterThan(text.indexOf('"outcome":"completed"'));
+}
