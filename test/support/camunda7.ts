@@ -53,21 +53,25 @@ export class Camunda7Engine {
     return (text === "" ? undefined : JSON.parse(text)) as T;
   }
 
-  async deploy(file: string): Promise<void> {
+  /** Deploys a BPMN file of the project, for a tenant when one is given; answers the deployment id. */
+  async deploy(file: string, tenantId?: string): Promise<string> {
     const form = new FormData();
     form.append("deployment-name", file);
+    if (tenantId !== undefined) form.append("tenant-id", tenantId);
     form.append("enable-duplicate-filtering", "true");
     form.append("data", new Blob([readFileSync(join(ROOT, file))]), file.split("/").pop()!);
     const res = await fetch(`${this.baseUrl}/deployment/create`, { method: "POST", body: form });
     if (!res.ok) throw new Error(`deploy ${file}: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { id: string }).id;
   }
 
-  /** Starts an instance; values that are objects become Json variables. */
-  async startInstance(key: string, variables: Record<string, unknown>): Promise<string> {
+  /** Starts an instance (of a tenant's deployment when one is given); values that are objects become Json variables. */
+  async startInstance(key: string, variables: Record<string, unknown>, tenantId?: string): Promise<string> {
     const typed = Object.fromEntries(
       Object.entries(variables).map(([name, value]) => [name, typeof value === "object" && value !== null ? { value: JSON.stringify(value), type: "Json" } : { value, type: typeof value === "number" ? "Double" : "String" }]),
     );
-    return (await this.call<{ id: string }>("POST", `/process-definition/key/${key}/start`, { variables: typed })).id;
+    const definition = tenantId === undefined ? `/process-definition/key/${key}` : `/process-definition/key/${key}/tenant-id/${encodeURIComponent(tenantId)}`;
+    return (await this.call<{ id: string }>("POST", `${definition}/start`, { variables: typed })).id;
   }
 
   /** Waits until the instance has ended, or has an incident; answers which. */

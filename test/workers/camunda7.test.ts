@@ -83,6 +83,21 @@ describe("Camunda 7 worker against a real engine", function () {
     expect(JSON.parse(String((await engine.variable(id, "result"))?.value)).accessPoints).to.have.length(2);
   });
 
+  it("runs a task of a tenant's deployment in that tenant when no tenantId variable is given", async () => {
+    const deployment = await engine.deploy("bpmn/camunda7/api-request-example.bpmn", tenant);
+    try {
+      const { logs } = start(services);
+      const id = await engine.startInstance("api-request-example", { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } }, tenant);
+      expect(await engine.settle(id)).to.equal("ended");
+      expect(await engine.endEvent(id)).to.equal("EndFound");
+      await waitUntil(() => taskLines(logs.entries, "completed").length > 0, "completion logged");
+      expect(taskLines(logs.entries, "completed")[0]?.tenant).to.equal(tenant);
+    } finally {
+      // A key deployed for a tenant and for none makes the key alone ambiguous to the other tests.
+      await engine.call("DELETE", `/deployment/${deployment}?cascade=true`);
+    }
+  });
+
   it("raises API_DEFINITION_NOT_FOUND as a BPMN error the boundary event catches", async () => {
     const { logs } = start(services);
     const id = await run({ apiDefinitionExternalId: "no-such-definition", queryParameters: {} });
