@@ -135,6 +135,8 @@ describe("Zeebe worker against a real engine", function () {
       expect(await engine.settle(during, 60_000)).to.equal("ended");
       expect(await engine.endEvent(during)).to.equal("EndFound");
       await waitUntil(() => logs.entries.some((e) => e.message === "zeebe gateway reachable again"), "reconnection logged");
+      // Probes after 0.5, 1, 2, 4 s …: a handful of failed ones in the 4 s outage, not one every poll interval.
+      expect(Number(logs.entries.find((e) => e.message === "zeebe gateway reachable again")?.failedProbes)).to.be.within(2, 6);
     } finally {
       await proxy.cut();
     }

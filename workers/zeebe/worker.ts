@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { Camunda8, Zeebe } from "@camunda8/sdk";
 import type { Logger } from "../../src/logger.js";
 import type { TaskMetrics } from "../../src/metrics.js";
@@ -20,6 +22,8 @@ export interface ZeebeWorkerOptions {
   maxJobsToActivate?: number;
   /** How long an activated job is reserved for this worker. Default 30 s. */
   timeoutMs?: number;
+  /** The worker name the engine records for activated jobs; default `<host>-<pid>-<random>`. */
+  workerId?: string;
   /** Pause between job activations (each a long poll). Default 20 ms. */
   pollIntervalMs?: number;
   /** Retries assumed when a job carries none. Default 3. */
@@ -39,7 +43,7 @@ export type ZeebeClient = ReturnType<Camunda8["getZeebeGrpcApiClient"]>;
  * A gRPC client of @camunda8/sdk for a gateway: plaintext, TLS (`grpcs`) or OAuth client
  * credentials. The SDK's own console lines are off: the worker logs JSON lines of its own.
  */
-export function zeebeClient(options: Pick<ZeebeWorkerOptions, "address" | "tls" | "oauth">): ZeebeClient {
+export function zeebeClient(options: Pick<ZeebeWorkerOptions, "address" | "tls" | "oauth">, retry = true): ZeebeClient {
   const c8 = new Camunda8({
     ZEEBE_GRPC_ADDRESS: `${options.tls === true ? "grpcs" : "grpc"}://${options.address}`,
     ...(options.oauth === undefined
@@ -54,7 +58,8 @@ export function zeebeClient(options: Pick<ZeebeWorkerOptions, "address" | "tls" 
     CAMUNDA_LOG_LEVEL: "none",
   } as never);
   // The log level is read from the nested settings only (a flat key is ignored: measured).
-  return c8.getZeebeGrpcApiClient({ zeebeGrpcSettings: { ZEEBE_CLIENT_LOG_LEVEL: "NONE" } } as never);
+  // retry: the SDK repeats a command that meets an unavailable gateway (forever, by default).
+  return c8.getZeebeGrpcApiClient({ zeebeGrpcSettings: { ZEEBE_CLIENT_LOG_LEVEL: "NONE", ZEEBE_GRPC_CLIENT_RETRY: retry } } as never);
 }
 
 /**
@@ -64,11 +69,19 @@ export function zeebeClient(options: Pick<ZeebeWorkerOptions, "address" | "tls" 
  */
 export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
   const zeebe = zeebeClient(options);
+  // Readiness and outage probes ask once and take no for an answer (no SDK retry loop left behind).
+  const probe = zeebeClient(options, false);
   const defaultRetries = options.defaultRetries ?? 3;
+  const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const answers = () =>
+    Promise.race([
+      probe.topology(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("the Zeebe gateway did not answer in 2 s")), 2000).unref()),
+    ]);
 
   // A lost gateway: the job workers are closed (the SDK would otherwise retry an activation every
-  // poll interval), the gateway is probed with the SDK's own growing back-off, and fresh job
-  // workers start once it answers. One warning per outage, one line when it is back.
+  // poll interval), the gateway is probed after 0.5, 1, 2 … 30 s, and fresh job workers start once
+  // it answers. One warning per outage, one line when it is back.
   let workers: ReturnType<typeof create>[] = [];
   let outage: Promise<void> | undefined;
   let stopping = false;
@@ -79,16 +92,19 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
     const since = Date.now();
     outage = (async () => {
       await Promise.all(lost.map((w) => w.close().catch(() => undefined)));
+      let failedProbes = 0;
       while (!stopping) {
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** Math.min(failedProbes, 6))));
+        if (stopping) return;
         try {
-          await zeebe.topology();
+          await answers();
           break;
         } catch {
-          await new Promise((r) => setTimeout(r, 1000));
+          failedProbes++;
         }
       }
       if (stopping) return;
-      logger.info("zeebe gateway reachable again", { engine: "zeebe", address: options.address, outageMs: Date.now() - since });
+      logger.info("zeebe gateway reachable again", { engine: "zeebe", address: options.address, outageMs: Date.now() - since, failedProbes });
       startJobWorkers();
     })().finally(() => (outage = undefined));
   };
@@ -96,6 +112,7 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
   const create = (taskType: string, handler: Handler) =>
     zeebe.createWorker({
       taskType,
+      id: workerId,
       // The SDK's own log lines are not JSON lines of ours; the worker logs one line per task itself.
       loglevel: "NONE",
       maxJobsToActivate: options.maxJobsToActivate ?? 10,
@@ -156,18 +173,15 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
   logger.info("zeebe worker started", { engine: "zeebe", address: options.address, tls: options.tls === true, oauth: options.oauth !== undefined });
   return {
     engine: "zeebe",
-    workerId: "zeebe",
+    workerId,
     async check() {
-      await Promise.race([
-        zeebe.topology(),
-        new Promise((_, reject) => setTimeout(() => reject(new Error("the Zeebe gateway did not answer in 2 s")), 2000).unref()),
-      ]);
+      await answers();
     },
     async stop() {
       stopping = true;
       // close() stops activating jobs and waits for the jobs in hand.
       await Promise.all(workers.map((w) => w.close()));
-      await zeebe.close();
+      await Promise.all([zeebe.close(), probe.close()]);
       await outage;
     },
   };
