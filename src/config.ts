@@ -1,4 +1,5 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
+import { accessSync, constants, statSync } from "node:fs";
 import { z } from "zod";
 
 /**
@@ -46,6 +47,8 @@ export interface Config {
   workers: WorkerSettings;
   /** TLS to the Zeebe gateway (ZEEBE_TLS). Default false: plaintext. */
   zeebeTls: boolean;
+  /** A PEM file of the certificate authority the Zeebe gateway's TLS certificate comes from (CAMUNDA_CUSTOM_ROOT_CERT_PATH); default the public CAs. */
+  zeebeRootCertPath: string | undefined;
   /** OAuth client credentials for Zeebe (ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL, ZEEBE_TOKEN_AUDIENCE). */
   zeebeOAuth: { url: string; clientId: string; clientSecret: string; audience?: string } | undefined;
 }
@@ -119,6 +122,15 @@ function isUrl(value: string, protocols: string[]): boolean {
   }
 }
 
+function isReadableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.R_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
 function isTimeZone(zone: string): boolean {
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: zone });
@@ -153,6 +165,7 @@ const envSchema = z.object({
     "CAMUNDA_URL must be an http(s) URL like http://localhost:8080/engine-rest",
   ),
   ZEEBE_TLS: booleanFlag("ZEEBE_TLS").optional(),
+  CAMUNDA_CUSTOM_ROOT_CERT_PATH: optionalText.refine((v) => v === undefined || isReadableFile(v), "CAMUNDA_CUSTOM_ROOT_CERT_PATH must be a readable PEM file"),
   TOPIC_API_REQUEST: optionalText,
   TOPIC_CALCULATE_SERIES: optionalText,
   WORKER_MAX_TASKS: integer("WORKER_MAX_TASKS", 1, 1000).optional(),
@@ -236,6 +249,7 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
       workerId: e.CAMUNDA_WORKER_ID,
     },
     zeebeTls: e.ZEEBE_TLS ?? false,
+    zeebeRootCertPath: e.CAMUNDA_CUSTOM_ROOT_CERT_PATH,
     zeebeOAuth:
       e.ZEEBE_CLIENT_ID !== undefined && e.ZEEBE_CLIENT_SECRET !== undefined && e.ZEEBE_OAUTH_URL !== undefined
         ? { url: e.ZEEBE_OAUTH_URL, clientId: e.ZEEBE_CLIENT_ID, clientSecret: e.ZEEBE_CLIENT_SECRET, ...(e.ZEEBE_TOKEN_AUDIENCE !== undefined ? { audience: e.ZEEBE_TOKEN_AUDIENCE } : {}) }

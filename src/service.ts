@@ -99,6 +99,7 @@ function startWorkers(config: Config, services: Services, logger: Logger, metric
     const options = {
       address: config.zeebeAddress,
       tls: config.zeebeTls,
+      ...(config.zeebeRootCertPath !== undefined ? { rootCertPath: config.zeebeRootCertPath } : {}),
       jobTypes: { apiRequest: w.apiRequestTopic, calculateSeries: w.calculateSeriesTopic },
       maxJobsToActivate: w.maxTasks,
       timeoutMs: w.lockDurationMs,

@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import { ConfigError, loadConfig, type Role } from "../src/config.js";
 import { ecKeyPair, rsaKeyPair } from "./support/tokens.js";
@@ -121,6 +122,13 @@ describe("configuration", () => {
     expect(problemsOf({ JWT_SECRET: SECRET, ZEEBE_CLIENT_ID: "id" })).to.deep.equal([
       "ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none",
     ]);
+  });
+
+  it("reads the CA file for the Zeebe gateway's certificate, and refuses one it cannot read", () => {
+    const file = fileURLToPath(import.meta.url);
+    expect(loadConfig({ JWT_SECRET: SECRET, CAMUNDA_CUSTOM_ROOT_CERT_PATH: file }).zeebeRootCertPath).to.equal(file);
+    expect(loadConfig({ JWT_SECRET: SECRET }).zeebeRootCertPath).to.equal(undefined);
+    expect(problemsOf({ JWT_SECRET: SECRET, CAMUNDA_CUSTOM_ROOT_CERT_PATH: "/no/such/ca.pem" })).to.deep.equal(["CAMUNDA_CUSTOM_ROOT_CERT_PATH: CAMUNDA_CUSTOM_ROOT_CERT_PATH must be a readable PEM file"]);
   });
 
   it("refuses an unknown time zone, a bad Zeebe address, a bad Camunda URL and a bad log level, all at once", () => {

@@ -1,4 +1,5 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { createServer as createTlsServer, type TlsOptions } from "node:tls";
 import { freePort } from "./process.js";
 
 /**
@@ -10,14 +11,19 @@ export class TcpProxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
 
+  /** Connections accepted so far. */
+  accepted = 0;
+
   private constructor(
     readonly port: number,
     private readonly target: { host: string; port: number },
+    private readonly tls: TlsOptions | undefined,
   ) {}
 
-  static async start(target: string): Promise<TcpProxy> {
+  /** A relay to `target` (`host:port` or a URL); with `tls`, it terminates TLS in front of a plaintext target. */
+  static async start(target: string, tls?: TlsOptions): Promise<TcpProxy> {
     const url = new URL(target.includes("://") ? target : `tcp://${target}`);
-    const proxy = new TcpProxy(await freePort(), { host: url.hostname, port: Number(url.port) });
+    const proxy = new TcpProxy(await freePort(), { host: url.hostname, port: Number(url.port) }, tls);
     await proxy.restore();
     return proxy;
   }
@@ -30,7 +36,8 @@ export class TcpProxy {
   }
 
   restore(): Promise<void> {
-    const server = createServer((client) => {
+    const relay = (client: Socket) => {
+      this.accepted++;
       const upstream = connect(this.target.port, this.target.host);
       for (const socket of [client, upstream]) {
         this.sockets.add(socket);
@@ -41,7 +48,8 @@ export class TcpProxy {
         });
       }
       client.pipe(upstream).pipe(client);
-    });
+    };
+    const server = this.tls === undefined ? createServer(relay) : createTlsServer(this.tls, relay);
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once("error", reject);

@@ -11,6 +11,7 @@ const JAR = join(PROJECT, "target/zeebe-engine.jar");
 export interface ZeebeRecord {
   position: number;
   key: number;
+  timestamp: number;
   valueType: string;
   intent: string;
   recordType: "EVENT" | "COMMAND" | "COMMAND_REJECTION";
@@ -65,6 +66,12 @@ export class ZeebeEngine {
     return (await this.records(valueType)).filter((r) => r.recordType === "EVENT" && String(r.value.processInstanceKey) === String(processInstanceKey));
   }
 
+  /** Moves the engine's clock forward: due timers and job back-offs fire. */
+  async addTime(ms: number): Promise<void> {
+    const res = await fetch(`${this.recordsUrl.replace(/\/records$/, "/clock")}?addMillis=${ms}`, { method: "POST" });
+    if (res.status !== 204) throw new Error(`clock: ${res.status}`);
+  }
+
   /** Incidents created for an instance. */
   async incidents(processInstanceKey: string): Promise<ZeebeRecord[]> {
     return (await this.ofInstance("INCIDENT", processInstanceKey)).filter((r) => r.intent === "CREATED");
@@ -84,7 +91,10 @@ export class ZeebeEngine {
       if ((await this.incidents(processInstanceKey)).length > 0) return "incident";
       await new Promise((r) => setTimeout(r, 200));
     }
-    throw new Error(`instance ${processInstanceKey} did not settle in ${timeoutMs} ms`);
+    // Which workers had its jobs, to tell a slow worker from one that swallowed a job.
+    const batches = (await this.records("JOB_BATCH")).filter((r) => r.intent === "ACTIVATED" && JSON.stringify(r.value).includes(String(processInstanceKey)));
+    const jobs = (await this.ofInstance("JOB", processInstanceKey)).map((r) => `${r.intent} ${String(r.value.worker)} retries ${String(r.value.retries)}`);
+    throw new Error(`instance ${processInstanceKey} did not settle in ${timeoutMs} ms; jobs: ${jobs.join(", ")}; activated by: ${batches.map((b) => String(b.value.worker)).join(", ")}`);
   }
 
   /** The end event an instance reached. */

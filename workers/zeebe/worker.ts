@@ -14,6 +14,8 @@ export interface ZeebeWorkerOptions {
   address: string;
   /** TLS to the gateway; default plaintext. */
   tls?: boolean;
+  /** PEM file of the CA that signed the gateway's certificate (a private CA); default the public CAs. */
+  rootCertPath?: string;
   /** OAuth client credentials (Camunda 8 SaaS or Identity); default none. */
   oauth?: { url: string; clientId: string; clientSecret: string; audience?: string };
   /** Job types; default `api-request` and `calculate-series`. */
@@ -38,19 +40,24 @@ const JOB_ACTION_ACKNOWLEDGEMENT = Zeebe.Types.JOB_ACTION_ACKNOWLEDGEMENT;
 const DEFAULT_TENANT = "<default>";
 
 export type ZeebeClient = ReturnType<Camunda8["getZeebeGrpcApiClient"]>;
-
 /**
  * A gRPC client of @camunda8/sdk for a gateway: plaintext, TLS (`grpcs`) or OAuth client
  * credentials. The SDK's own console lines are off: the worker logs JSON lines of its own.
  */
-export function zeebeClient(options: Pick<ZeebeWorkerOptions, "address" | "tls" | "oauth">, retry = true): ZeebeClient {
+export function zeebeClient(options: Pick<ZeebeWorkerOptions, "address" | "tls" | "oauth" | "rootCertPath">, retry = true): ZeebeClient {
   const c8 = new Camunda8({
     ZEEBE_GRPC_ADDRESS: `${options.tls === true ? "grpcs" : "grpc"}://${options.address}`,
+    // The SDK also reads the environment, where ZEEBE_ADDRESS (ours) would make it warn that
+    // ZEEBE_GRPC_ADDRESS wins; it does, so the legacy key is blanked.
+    ZEEBE_ADDRESS: "",
+    ...(options.rootCertPath !== undefined ? { CAMUNDA_CUSTOM_ROOT_CERT_PATH: options.rootCertPath } : {}),
     ...(options.oauth === undefined
       ? { CAMUNDA_AUTH_STRATEGY: "NONE" as const }
       : {
           CAMUNDA_AUTH_STRATEGY: "OAUTH" as const,
           CAMUNDA_OAUTH_URL: options.oauth.url,
+          // Tokens are kept in memory, not written to the home directory.
+          CAMUNDA_TOKEN_DISK_CACHE_DISABLE: true,
           ZEEBE_CLIENT_ID: options.oauth.clientId,
           ZEEBE_CLIENT_SECRET: options.oauth.clientSecret,
           ...(options.oauth.audience !== undefined ? { ZEEBE_TOKEN_AUDIENCE: options.oauth.audience } : {}),

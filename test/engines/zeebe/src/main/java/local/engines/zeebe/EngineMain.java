@@ -9,6 +9,7 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 
 /**
@@ -17,7 +18,9 @@ import java.util.concurrent.CountDownLatch;
  * <p>Zeebe has no query API of its own (Operate reads exported records); this engine's records are
  * served as JSON on a second port instead, so tests can read incidents and the path an instance
  * took: {@code GET /records?valueType=INCIDENT} answers the records of that value type as a JSON
- * array, oldest first (every record when no valueType is given).
+ * array, oldest first (every record when no valueType is given). {@code POST /clock?addMillis=N}
+ * moves the engine's clock forward (zeebe-process-test's increaseTime): due timers and job
+ * back-offs fire.
  *
  * <p>Usage: {@code java -jar target/zeebe-engine.jar [gatewayPort] [recordsPort]} (26500, 26501).
  */
@@ -43,6 +46,16 @@ public final class EngineMain {
       try (OutputStream out = exchange.getResponseBody()) {
         out.write(bytes);
       }
+    });
+    records.createContext("/clock", exchange -> {
+      String addMillis = queryValue(exchange.getRequestURI().getRawQuery(), "addMillis");
+      int status = 400;
+      if ("POST".equals(exchange.getRequestMethod()) && addMillis != null && addMillis.matches("\\d{1,9}")) {
+        engine.increaseTime(Duration.ofMillis(Long.parseLong(addMillis)));
+        status = 204;
+      }
+      exchange.sendResponseHeaders(status, -1);
+      exchange.close();
     });
     records.start();
 
