@@ -116,7 +116,14 @@ async function main(): Promise<void> {
     });
     const ours = await round((count) => {
       const metrics = new Metrics();
-      const counting = { fetched: metrics.fetched.bind(metrics), finished: (...args: Parameters<Metrics["finished"]>) => (metrics.finished(...args), count()) };
+      // Only completed jobs count (a failure is retried and would be counted twice).
+      const counting = {
+        fetched: metrics.fetched.bind(metrics),
+        finished: (...args: Parameters<Metrics["finished"]>) => {
+          metrics.finished(...args);
+          if (args[2] === "completed") count();
+        },
+      };
       const worker = startZeebeWorker(services, { address: zb.address, maxJobsToActivate: 10 }, silent, counting);
       return () => worker.stop();
     });

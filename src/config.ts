@@ -218,6 +218,12 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     if (oauth.some((v) => v !== undefined) && oauth.some((v) => v === undefined)) {
       problems.push("ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none");
     }
+    // A shutdown lets the Camunda 7 long poll in progress finish: it must fit in the shutdown's time.
+    const longPoll = parsed.data.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS ?? 10_000;
+    const shutdown = parsed.data.SHUTDOWN_TIMEOUT_MS ?? 30_000;
+    if (parsed.data.CAMUNDA_URL !== undefined && longPoll >= shutdown) {
+      problems.push(`CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS (${longPoll}) must be shorter than SHUTDOWN_TIMEOUT_MS (${shutdown}): a shutdown waits for the long poll in progress`);
+    }
   }
   if (!parsed.success || auth === undefined || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;

@@ -3,8 +3,11 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client
 /** What a worker reports of each task it handles. */
 export interface TaskMetrics {
   fetched(engine: string, topic: string): void;
-  finished(engine: string, topic: string, outcome: "completed" | "bpmnError" | "failure", code: string | undefined, seconds: number): void;
+  finished(engine: string, topic: string, outcome: TaskOutcomeKind, code: string | undefined, seconds: number): void;
 }
+
+/** How a task ended: completed, a BPMN error, a failure (retried), or no report reached the engine. */
+export type TaskOutcomeKind = "completed" | "bpmnError" | "failure" | "unreported";
 
 /**
  * The service's Prometheus metrics, in a registry of its own (one per service, so several servers
@@ -17,6 +20,7 @@ export class Metrics implements TaskMetrics {
   private readonly tasksCompleted = new Counter({ name: "tasks_completed_total", help: "Tasks completed", labelNames: ["engine", "topic"], registers: [this.registry] });
   private readonly tasksBpmnErrors = new Counter({ name: "tasks_bpmn_errors_total", help: "Tasks ended with a BPMN error", labelNames: ["engine", "topic", "code"], registers: [this.registry] });
   private readonly tasksFailed = new Counter({ name: "tasks_failures_total", help: "Tasks reported as failures (retried)", labelNames: ["engine", "topic", "code"], registers: [this.registry] });
+  private readonly tasksUnreported = new Counter({ name: "tasks_unreported_total", help: "Tasks whose outcome could not be reported to the engine (handed out again after the lock or timeout)", labelNames: ["engine", "topic"], registers: [this.registry] });
   private readonly taskDuration = new Histogram({
     name: "task_duration_seconds",
     help: "Time from taking a task to reporting its outcome",
@@ -41,10 +45,11 @@ export class Metrics implements TaskMetrics {
     this.tasksFetched.inc({ engine, topic });
   }
 
-  finished(engine: string, topic: string, outcome: "completed" | "bpmnError" | "failure", code: string | undefined, seconds: number): void {
+  finished(engine: string, topic: string, outcome: TaskOutcomeKind, code: string | undefined, seconds: number): void {
     if (outcome === "completed") this.tasksCompleted.inc({ engine, topic });
     else if (outcome === "bpmnError") this.tasksBpmnErrors.inc({ engine, topic, code: code ?? "" });
-    else this.tasksFailed.inc({ engine, topic, code: code ?? "" });
+    else if (outcome === "failure") this.tasksFailed.inc({ engine, topic, code: code ?? "" });
+    else this.tasksUnreported.inc({ engine, topic });
     this.taskDuration.observe({ engine, topic, outcome }, seconds);
   }
 

@@ -124,6 +124,14 @@ describe("configuration", () => {
     ]);
   });
 
+  it("refuses a Camunda 7 long poll that a shutdown could not wait for", () => {
+    const env = { JWT_SECRET: SECRET, CAMUNDA_URL: "http://localhost:8080/engine-rest" };
+    expect(problemsOf({ ...env, CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: "30000" })).to.deep.equal([
+      "CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS (30000) must be shorter than SHUTDOWN_TIMEOUT_MS (30000): a shutdown waits for the long poll in progress",
+    ]);
+    expect(loadConfig({ ...env, CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: "30000", SHUTDOWN_TIMEOUT_MS: "60000" }).workers.asyncResponseTimeoutMs).to.equal(30_000);
+  });
+
   it("reads the CA file for the Zeebe gateway's certificate, and refuses one it cannot read", () => {
     const file = fileURLToPath(import.meta.url);
     expect(loadConfig({ JWT_SECRET: SECRET, CAMUNDA_CUSTOM_ROOT_CERT_PATH: file }).zeebeRootCertPath).to.equal(file);

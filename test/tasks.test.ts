@@ -5,6 +5,7 @@ import { ProblemError } from "../src/errors.js";
 import { upsertEntities } from "../src/graph/entities.js";
 import { createLinks } from "../src/graph/links.js";
 import { createServices } from "../src/services.js";
+import { ingestEvents } from "../src/timeseries/ingest.js";
 import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../src/tasks/outcome.js";
 import { apiRequest, calculateSeries } from "../src/tasks/tasks.js";
 import { describeEachBackend } from "./support/backends.js";
@@ -59,6 +60,30 @@ describeEachBackend("engine-neutral tasks", (ctx) => {
     }
     expect((await failure(calculateSeries(services(), {}, { tenant: ctx.tenant }))).message).to.match(/give exactly one/);
     expect((await failure(calculateSeries(services(), { calculationDefinitionExternalId: "none" }, { tenant: ctx.tenant }))).code).to.equal("CALCULATION_DEFINITION_NOT_FOUND");
+  });
+});
+
+describeEachBackend("calculate-series on an item", (ctx) => {
+  const services = () => createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET }), ctx.db);
+
+  it("answers an item's buckets, and refuses raw events (the contract answers buckets or a value)", async () => {
+    const [item] = await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "Item", key: "meter", attributes: { itemAction: "INGEST" } }]);
+    await ingestEvents(ctx.db.knex, ctx.tenant, [
+      { itemId: item!.id, timestamp: "2024-01-01T10:00:00Z", value: 2 },
+      { itemId: item!.id, timestamp: "2024-01-01T11:00:00Z", value: 5 },
+    ]);
+    const eventDateRange = { period: "Custom range", from: "2024-01-01T00:00:00Z", to: "2024-01-02T00:00:00Z", timeZone: "UTC" };
+    const summed = await calculateSeries(services(), { itemId: item!.id, eventDateRange, queryOptions: { aggregation: { metric: "sum", interval: "Daily" } } }, { tenant: ctx.tenant });
+    expect((summed.result as { buckets: { value: number }[] }).buckets.map((b) => b.value)).to.deep.equal([7]);
+    let refused: unknown;
+    try {
+      await calculateSeries(services(), { itemId: item!.id, eventDateRange }, { tenant: ctx.tenant });
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).to.be.instanceOf(ProblemError);
+    expect((refused as ProblemError).code).to.equal("INVALID_REQUEST");
+    expect((refused as ProblemError).message).to.match(/queryOptions needs an aggregation/);
   });
 });
 

@@ -44,5 +44,9 @@ export async function calculateSeries(services: Services, variables: Record<stri
     externalId !== undefined
       ? await services.calculations.calculate(tenant, externalId, request)
       : await services.timeSeries.itemQuery(tenant, itemId!, { eventDateRange: request.eventDateRange, queryOptions: request.queryOptions });
+  // Contract §6 answers buckets or a value: an item's raw events are not a calculated series.
+  if (!("buckets" in result) && !("value" in result)) {
+    throw invalidVariable("queryOptions", "needs an aggregation for an item that is not calculated: calculate-series answers buckets or a value, not raw events");
+  }
   return { [output]: result };
 }

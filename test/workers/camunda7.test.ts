@@ -5,7 +5,7 @@ import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
 import { createLogger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
 import { createServices, type Services } from "../../src/services.js";
-import { startCamunda7Worker, type Camunda7WorkerOptions, type RunningWorker } from "../../workers/camunda7/worker.js";
+import { jsonVariables, startCamunda7Worker, type Camunda7WorkerOptions, type RunningWorker } from "../../workers/camunda7/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
 import { Camunda7Engine } from "../support/camunda7.js";
 import { freePort, startNode } from "../support/process.js";
@@ -106,17 +106,34 @@ describe("Camunda 7 worker against a real engine", function () {
     expect(logs.entries.some((e) => e.message === "task" && e.outcome === "bpmnError API_DEFINITION_NOT_FOUND")).to.equal(true);
   });
 
-  it("reports a passing fault as a failure with decreasing retries, then the engine raises an incident", async () => {
+  it("reports a passing fault as a failure with decreasing retries and a growing back-off, then the engine raises an incident", async () => {
     const broken = servicesWithDatabaseDown(config, db);
     const { logs } = start(broken.services);
     const id = await run({ queryParameters: { publicId: "AGR-1" } });
     expect(await engine.settle(id, 60_000)).to.equal("incident");
-    const failures = logs.entries.filter((e) => e.message === "task" && e.outcome === "failure UNAVAILABLE");
-    expect(failures).to.have.length(3);
+    // The task came with no retries set (the default 3 applies), then 2, then 1.
+    expect(taskLines(logs.entries, "failure UNAVAILABLE").map((e) => e.retries)).to.deep.equal([null, 2, 1]);
+    const log = await engine.call<{ retries: number; timestamp: string }[]>("GET", `/history/external-task-log?processInstanceId=${id}&failureLog=true&sortBy=timestamp&sortOrder=asc`);
+    // Each failure is logged with the retries the task had then: none set, 2, 1 (and 0 after the last).
+    expect(log.map((e) => e.retries)).to.deep.equal([null, 2, 1]);
+    // Back-off 1 s, then 2 s, between the attempts.
+    const at = log.map((e) => Date.parse(e.timestamp));
+    expect(at[1]! - at[0]!).to.be.at.least(1000);
+    expect(at[2]! - at[1]!).to.be.at.least(2000);
     const [incident] = await engine.call<{ incidentMessage: string; incidentType: string }[]>("GET", `/incident?processInstanceId=${id}`);
     expect(incident?.incidentType).to.equal("failedExternalTask");
     expect(incident?.incidentMessage).to.match(/not reachable/);
     await broken.close();
+  });
+
+  it("makes a completion the engine refuses a failure, then an incident, not a task run again at every lock expiry", async () => {
+    const { logs } = start(services);
+    // The example's gateway reads `result`; written to another variable, the gateway fails inside the completion.
+    const id = await run({ queryParameters: { publicId: "AGR-1" }, resultVariable: "elsewhere" });
+    expect(await engine.settle(id, 60_000)).to.equal("incident");
+    expect(taskLines(logs.entries, "failure COMPLETION_REFUSED")).to.have.length(3);
+    const [incident] = await engine.call<{ incidentMessage: string }[]>("GET", `/incident?processInstanceId=${id}`);
+    expect(incident?.incidentMessage).to.match(/^the engine refused the completion/);
   });
 
   it("calculates a series and decides on its value; an unknown calculation is caught as a BPMN error", async () => {
@@ -132,7 +149,7 @@ describe("Camunda 7 worker against a real engine", function () {
     expect(JSON.parse(String((await engine.variable(high, "result"))?.value))).to.deep.equal({ value: 42 });
   });
 
-  it("on SIGTERM stops fetching, completes the task in hand, then the server process exits 0", async () => {
+  const startServer = async (env: Record<string, string> = {}) => {
     const server = startNode("dist/src/main.js", {
       DATABASE_URL: TEST_DATABASE_URL,
       JWT_SECRET: TEST_JWT_SECRET,
@@ -140,16 +157,43 @@ describe("Camunda 7 worker against a real engine", function () {
       HOST: "127.0.0.1",
       CAMUNDA_URL: engine.baseUrl,
       TRANSFORM_TIMEOUT_MS: "60000",
+      CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: "3000",
+      ...env,
     });
+    await server.waitFor(/camunda 7 worker started/);
+    return server;
+  };
+  const lockedBy = async (id: string) => (await engine.call<{ workerId: string | null }[]>("GET", `/external-task?processInstanceId=${id}`))[0]?.workerId ?? null;
+
+  it("on SIGTERM with every slot taken: fetches nothing more, completes the task in hand, then the server process exits 0", async () => {
+    const server = await startServer({ WORKER_MAX_TASKS: "1" });
     try {
-      await server.waitFor(/camunda 7 worker started/);
       const id = await run({ apiDefinitionExternalId: SLOW_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
-      for (let i = 0; i < 100; i++) {
-        const [task] = await engine.call<{ workerId: string | null }[]>("GET", `/external-task?processInstanceId=${id}`);
-        if (task?.workerId) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitUntil(async () => (await lockedBy(id)) !== null, "slow task locked");
       server.child.kill("SIGTERM");
+      await server.waitFor(/shutting down/);
+      const later = await run({ queryParameters: { publicId: "AGR-1" } });
+      expect(await server.exited).to.equal(0);
+      expect(await engine.settle(id)).to.equal("ended");
+      expect(await engine.endEvent(id)).to.equal("EndFound");
+      expectCompletedWhileStopping(server.lines);
+      // The instance started during the shutdown was never fetched.
+      expect(await lockedBy(later)).to.equal(null);
+      expect(server.lines.filter((l) => l.includes('"message":"task"'))).to.have.length(1);
+      await engine.call("DELETE", `/process-instance/${later}`);
+    } finally {
+      server.kill();
+    }
+  });
+
+  it("on SIGTERM while idle in a long poll: runs the task that poll brings, then exits 0", async () => {
+    const server = await startServer();
+    try {
+      // The worker is waiting in a long poll (3 s here); a task created now is handed to that poll.
+      await new Promise((r) => setTimeout(r, 300));
+      server.child.kill("SIGTERM");
+      await server.waitFor(/shutting down/);
+      const id = await run({ queryParameters: { publicId: "AGR-1" } });
       expect(await server.exited).to.equal(0);
       expect(await engine.settle(id)).to.equal("ended");
       expect(await engine.endEvent(id)).to.equal("EndFound");
@@ -164,9 +208,13 @@ describe("Camunda 7 worker against a real engine", function () {
     const second = start(services);
     const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => run({ queryParameters: { publicId: i % 2 === 0 ? "AGR-1" : "AGR-EMPTY" } })));
     for (const id of ids) expect(await engine.settle(id, 60_000)).to.equal("ended");
-    const completed = [...first.logs.entries, ...second.logs.entries].filter((e) => e.message === "task" && e.outcome === "completed").map((e) => e.taskId as string);
-    expect(completed).to.have.length(20);
-    expect(new Set(completed).size).to.equal(20);
+    const all = [...first.logs.entries, ...second.logs.entries];
+    await waitUntil(() => taskLines(all, "completed").length >= 20, "20 completions logged");
+    const ran = [...first.logs.entries, ...second.logs.entries].filter((e) => e.message === "task");
+    // Twenty task runs in all, each a different task, each completed: none was run twice.
+    expect(ran).to.have.length(20);
+    expect(new Set(ran.map((e) => e.taskId)).size).to.equal(20);
+    expect(ran.every((e) => e.outcome === "completed")).to.equal(true);
   });
 
   it("keeps the lock of a task that runs longer than the lock duration: no other worker gets it", async () => {
@@ -207,5 +255,13 @@ describe("Camunda 7 worker against a real engine", function () {
     } finally {
       await proxy.cut();
     }
+  });
+});
+
+describe("Camunda 7 output variables", () => {
+  it("are Json variables whatever the JSON value, serialised once (as complete() sends them)", () => {
+    const typed = jsonVariables({ object: { a: 1 }, list: [1, "x"], count: 42, text: "x", none: null }).getDirtyVariables();
+    expect(Object.values(typed).map((v) => v.type)).to.deep.equal(["json", "json", "json", "json", "json"]);
+    expect(Object.fromEntries(Object.entries(typed).map(([k, v]) => [k, v.value]))).to.deep.equal({ object: '{"a":1}', list: '[1,"x"]', count: "42", text: '"x"', none: "null" });
   });
 });

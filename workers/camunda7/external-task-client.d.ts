@@ -23,6 +23,8 @@ declare module "camunda-external-task-client-js" {
   export class Variables {
     set(name: string, value: unknown): this;
     setTyped(name: string, typed: { type: string; value: unknown; valueInfo?: object }): this;
+    /** What complete() sends: the variables set, serialised. */
+    getDirtyVariables(): Record<string, { type: string; value: unknown; valueInfo?: object }>;
   }
   export interface ClientOptions {
     baseUrl: string;

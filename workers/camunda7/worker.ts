@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { Client, Variables, type Task, type TaskService } from "camunda-external-task-client-js";
 import type { Logger } from "../../src/logger.js";
-import type { TaskMetrics } from "../../src/metrics.js";
+import type { TaskMetrics, TaskOutcomeKind } from "../../src/metrics.js";
 import type { Services } from "../../src/services.js";
 import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../../src/tasks/outcome.js";
 import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
@@ -46,12 +46,13 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
   const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const lockDuration = options.lockDurationMs ?? 30_000;
   const defaultRetries = options.defaultRetries ?? 3;
+  const maxTasks = options.maxTasks ?? 10;
   const client = new Client({
     baseUrl: options.baseUrl,
     workerId,
-    maxTasks: options.maxTasks ?? 10,
+    maxTasks,
     // maxTasks bounds the tasks in hand, not only one fetch: a fetch asks for the free slots only.
-    maxParallelExecutions: options.maxTasks ?? 10,
+    maxParallelExecutions: maxTasks,
     lockDuration,
     asyncResponseTimeout: options.asyncResponseTimeoutMs ?? 10_000,
     // The next fetch follows the last at once: long polling keeps an idle worker from spinning,
@@ -66,10 +67,13 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
   const settle = () => {
     if (inFlight === 0 && !polling) idle.splice(0).forEach((resolve) => resolve());
   };
-  client.on("poll:start", () => (polling = true));
+  // The client announces a poll even when every slot is taken and it fetches nothing (and then
+  // says nothing more): only a poll with a free slot is a fetch in progress.
+  client.on("poll:start", () => (polling = inFlight < maxTasks));
   client.on("poll:success", () => {
     polling = false;
-    settle();
+    // The fetched tasks start right after this event: settle once their handlers have counted them.
+    setImmediate(settle);
   });
   let pollErrors = 0;
   let stopping = false;
@@ -101,7 +105,7 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
         taskService.extendLock(task, lockDuration).catch((err: unknown) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
       }, Math.max(100, lockDuration / 3));
       let outcome = "completed";
-      let kind: "completed" | "bpmnError" | "failure" = "completed";
+      let kind: TaskOutcomeKind = "completed";
       let code: string | undefined;
       let tenant: string | null = task.tenantId ?? null;
       // Exactly one report per task: complete, a BPMN error, or a failure (retried).
@@ -110,9 +114,21 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
         const variables = task.variables.getAll() as Record<string, unknown>;
         tenant = (typeof variables.tenantId === "string" ? variables.tenantId : null) ?? tenant;
         const output = await handler(services, variables, { tenant: task.tenantId });
-        const processVariables = new Variables();
-        for (const [name, value] of Object.entries(output)) processVariables.set(name, value);
-        report = () => taskService.complete(task, processVariables);
+        report = async () => {
+          try {
+            await taskService.complete(task, jsonVariables(output));
+          } catch (err) {
+            // The engine refused the completion (e.g. the model's next gateway fails on the result):
+            // a failure, counted down to an incident, rather than a task re-run at every lock expiry.
+            if (!isEngineAnswer(err)) throw err;
+            outcome = "failure COMPLETION_REFUSED";
+            kind = "failure";
+            code = "COMPLETION_REFUSED";
+            const retries = retriesAfterFailure(task.retries, defaultRetries);
+            const message = `the engine refused the completion: ${err instanceof Error ? err.message : String(err)}`;
+            await taskService.handleFailure(task, { errorMessage: message.slice(0, 600), errorDetails: message, retries, retryTimeout: retryTimeoutMs(retries, defaultRetries) });
+          }
+        };
       } catch (err) {
         const result = taskOutcome(err);
         outcome = result.kind === "bpmnError" ? `bpmnError ${result.code}` : `failure ${result.code}`;
@@ -130,6 +146,7 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
         await report();
       } catch (reportErr) {
         outcome = "unreported";
+        kind = "unreported";
         logger.error("could not report the task's outcome; its lock will expire and the engine will hand it out again", {
           engine: "camunda7",
           topic,
@@ -140,7 +157,7 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
         clearInterval(keepLocked);
         inFlight--;
         metrics?.finished("camunda7", topic, kind, code, (performance.now() - started) / 1000);
-        logger.info("task", { engine: "camunda7", topic, taskId: task.id, tenant, outcome, durationMs: Math.round(performance.now() - started) });
+        logger.info("task", { engine: "camunda7", topic, taskId: task.id, tenant, outcome, retries: task.retries ?? null, durationMs: Math.round(performance.now() - started) });
         settle();
       }
     });
@@ -166,4 +183,21 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       });
     },
   };
+}
+
+/**
+ * The output variables, each a Json variable whatever its JSON value (an object, an array, a
+ * number, text or null): the client would otherwise type a number as Integer or Double and text
+ * as String. It passes text through as already serialised, so the value is serialised here.
+ */
+export function jsonVariables(output: Record<string, unknown>): Variables {
+  const variables = new Variables();
+  for (const [name, value] of Object.entries(output)) variables.setTyped(name, { type: "json", value: JSON.stringify(value ?? null), valueInfo: {} });
+  return variables;
+}
+
+/** The engine answered (an HTTP error status), as opposed to not being reached at all. */
+function isEngineAnswer(err: unknown): boolean {
+  const response = (err as { response?: { statusCode?: unknown } } | null)?.response;
+  return typeof response?.statusCode === "number";
 }

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { Camunda8, Zeebe } from "@camunda8/sdk";
 import type { Logger } from "../../src/logger.js";
-import type { TaskMetrics } from "../../src/metrics.js";
+import type { TaskMetrics, TaskOutcomeKind } from "../../src/metrics.js";
 import type { Services } from "../../src/services.js";
 import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../../src/tasks/outcome.js";
 import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
@@ -92,6 +92,8 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
   let workers: ReturnType<typeof create>[] = [];
   let outage: Promise<void> | undefined;
   let stopping = false;
+  // Ends the outage's wait between probes at once when the worker stops.
+  let wake: (() => void) | undefined;
   const onConnectionError = () => {
     if (stopping || outage !== undefined) return;
     logger.warn("zeebe gateway unreachable; retrying", { engine: "zeebe", address: options.address });
@@ -101,7 +103,13 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
       await Promise.all(lost.map((w) => w.close().catch(() => undefined)));
       let failedProbes = 0;
       while (!stopping) {
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** Math.min(failedProbes, 6))));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(30_000, 500 * 2 ** Math.min(failedProbes, 6)));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
         if (stopping) return;
         try {
           await answers();
@@ -131,7 +139,7 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
       taskHandler: async (job) => {
         const started = performance.now();
         metrics?.fetched("zeebe", taskType);
-        let kind: "completed" | "bpmnError" | "failure" = "completed";
+        let kind: TaskOutcomeKind = "completed";
         let code: string | undefined;
         const engineTenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
         const variables = job.variables as Record<string, unknown>;
@@ -148,7 +156,15 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
           code = result.code;
           if (result.kind === "bpmnError") {
             outcome = `bpmnError ${result.code}`;
-            report = () => job.error({ errorCode: result.code, errorMessage: result.message, variables: {} });
+            // The SDK's job.error swallows a refused command; the client's throwError does not.
+            report = async () => {
+              try {
+                await zeebe.throwError({ jobKey: job.key, errorCode: result.code, errorMessage: result.message });
+              } finally {
+                job.forward();
+              }
+              return JOB_ACTION_ACKNOWLEDGEMENT;
+            };
           } else {
             const retries = retriesAfterFailure(job.retries, defaultRetries);
             outcome = `failure ${result.code}`;
@@ -159,6 +175,7 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
           return await report();
         } catch (reportErr) {
           outcome = "unreported";
+          kind = "unreported";
           logger.error("could not report the job's outcome; it times out and the engine activates it again", {
             engine: "zeebe",
             topic: taskType,
@@ -186,10 +203,12 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
     },
     async stop() {
       stopping = true;
-      // close() stops activating jobs and waits for the jobs in hand.
+      wake?.();
+      // Jobs in hand (also those of job workers closed by an outage) report through the client:
+      // it closes last. close() stops activating jobs and waits for the jobs in hand.
+      await outage;
       await Promise.all(workers.map((w) => w.close()));
       await Promise.all([zeebe.close(), probe.close()]);
-      await outage;
     },
   };
 }
