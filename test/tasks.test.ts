@@ -6,7 +6,7 @@ import { upsertEntities } from "../src/graph/entities.js";
 import { createLinks } from "../src/graph/links.js";
 import { createServices } from "../src/services.js";
 import { ingestEvents } from "../src/timeseries/ingest.js";
-import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../src/tasks/outcome.js";
+import { nextAttempt, reconnectDelayMs, retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../src/tasks/outcome.js";
 import { apiRequest, calculateSeries } from "../src/tasks/tasks.js";
 import { describeEachBackend } from "./support/backends.js";
 import { TEST_JWT_SECRET } from "./support/tokens.js";
@@ -99,5 +99,11 @@ describe("task outcomes", () => {
     expect([retriesAfterFailure(undefined), retriesAfterFailure(2), retriesAfterFailure(1), retriesAfterFailure(0)]).to.deep.equal([2, 1, 0, 0]);
     expect([retryTimeoutMs(2), retryTimeoutMs(1), retryTimeoutMs(0)]).to.deep.equal([1000, 2000, 4000]);
     expect(retryTimeoutMs(0, 30)).to.equal(300_000);
+    expect([nextAttempt(null), nextAttempt(2), nextAttempt(1)]).to.deep.equal([
+      { retries: 2, backOffMs: 1000 },
+      { retries: 1, backOffMs: 2000 },
+      { retries: 0, backOffMs: 4000 },
+    ]);
+    expect([0, 1, 2, 5, 6, 20].map(reconnectDelayMs)).to.deep.equal([500, 1000, 2000, 16_000, 30_000, 30_000]);
   });
 });

@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { toProblemError } from "../errors.js";
 
 /**
@@ -23,4 +25,20 @@ export function retriesAfterFailure(current: number | null | undefined, defaultR
 export function retryTimeoutMs(retriesLeft: number, total = 3): number {
   const attempt = Math.max(0, total - retriesLeft - 1);
   return Math.min(300_000, 1000 * 2 ** attempt);
+}
+
+/** The next try after a failure: the retries left and the back-off before it. */
+export function nextAttempt(current: number | null | undefined, defaultRetries = 3): { retries: number; backOffMs: number } {
+  const retries = retriesAfterFailure(current, defaultRetries);
+  return { retries, backOffMs: retryTimeoutMs(retries, defaultRetries) };
+}
+
+/** Wait before the next try to reach a lost engine: 0.5, 1, 2 … s, capped at 30 s. */
+export function reconnectDelayMs(failedTries: number): number {
+  return Math.min(30_000, 500 * 2 ** Math.min(Math.max(0, failedTries), 6));
+}
+
+/** A worker name unique per process, as the engines record it: `<host>-<pid>-<random>`. */
+export function defaultWorkerId(): string {
+  return `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
 }

@@ -1,10 +1,8 @@
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { Client, Variables, type Task, type TaskService } from "camunda-external-task-client-js";
 import type { Logger } from "../../src/logger.js";
 import type { TaskMetrics, TaskOutcomeKind } from "../../src/metrics.js";
 import type { Services } from "../../src/services.js";
-import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../../src/tasks/outcome.js";
+import { defaultWorkerId, nextAttempt, reconnectDelayMs, taskOutcome } from "../../src/tasks/outcome.js";
 import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
 
 /** Settings of the Camunda 7 external-task worker. */
@@ -43,7 +41,7 @@ type Handler = (services: Services, variables: Record<string, unknown>, context:
  * simply expires and the engine hands the task out again — it is never left silently locked.
  */
 export function startCamunda7Worker(services: Services, options: Camunda7WorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
-  const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const workerId = options.workerId ?? defaultWorkerId();
   const lockDuration = options.lockDurationMs ?? 30_000;
   const defaultRetries = options.defaultRetries ?? 3;
   const maxTasks = options.maxTasks ?? 10;
@@ -85,7 +83,7 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       client.stop();
       setTimeout(() => {
         if (!stopping) client.start();
-      }, Math.min(30_000, 500 * 2 ** Math.min(pollErrors - 1, 6))).unref();
+      }, reconnectDelayMs(pollErrors - 1)).unref();
     }
     settle();
   });
@@ -110,6 +108,11 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       let tenant: string | null = task.tenantId ?? null;
       // Exactly one report per task: complete, a BPMN error, or a failure (retried).
       let report: () => Promise<void>;
+      const fail = (errorMessage: string, errorDetails: string) => {
+        const { retries, backOffMs } = nextAttempt(task.retries, defaultRetries);
+        // The engine keeps at most 666 characters of the message (the details are unbounded).
+        return taskService.handleFailure(task, { errorMessage: errorMessage.slice(0, 600), errorDetails, retries, retryTimeout: backOffMs });
+      };
       try {
         const variables = task.variables.getAll() as Record<string, unknown>;
         tenant = (typeof variables.tenantId === "string" ? variables.tenantId : null) ?? tenant;
@@ -124,9 +127,8 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
             outcome = "failure COMPLETION_REFUSED";
             kind = "failure";
             code = "COMPLETION_REFUSED";
-            const retries = retriesAfterFailure(task.retries, defaultRetries);
             const message = `the engine refused the completion: ${err instanceof Error ? err.message : String(err)}`;
-            await taskService.handleFailure(task, { errorMessage: message.slice(0, 600), errorDetails: message, retries, retryTimeout: retryTimeoutMs(retries, defaultRetries) });
+            await fail(message, message);
           }
         };
       } catch (err) {
@@ -137,9 +139,7 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
         if (result.kind === "bpmnError") {
           report = () => taskService.handleBpmnError(task, result.code, result.message);
         } else {
-          const retries = retriesAfterFailure(task.retries, defaultRetries);
-          const errorDetails = err instanceof Error ? (err.stack ?? err.message) : String(err);
-          report = () => taskService.handleFailure(task, { errorMessage: result.message, errorDetails, retries, retryTimeout: retryTimeoutMs(retries, defaultRetries) });
+          report = () => fail(result.message, err instanceof Error ? (err.stack ?? err.message) : String(err));
         }
       }
       try {

@@ -1,10 +1,8 @@
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { Camunda8, Zeebe } from "@camunda8/sdk";
 import type { Logger } from "../../src/logger.js";
 import type { TaskMetrics, TaskOutcomeKind } from "../../src/metrics.js";
 import type { Services } from "../../src/services.js";
-import { retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../../src/tasks/outcome.js";
+import { defaultWorkerId, nextAttempt, reconnectDelayMs, taskOutcome } from "../../src/tasks/outcome.js";
 import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
 import type { RunningWorker } from "../camunda7/worker.js";
 
@@ -71,7 +69,7 @@ export function zeebeClient(options: Pick<ZeebeWorkerOptions, "address" | "tls" 
 
 /**
  * Job workers for the two job types through @camunda8/sdk: a job is completed with the output
- * variables, or ends in `job.error` with the §7 code (a 4xx problem: a BPMN error a boundary event
+ * variables, or ends in a BPMN error with the §7 code (a 4xx problem, which a boundary event
  * catches), or in `job.fail` with one retry fewer and a growing back-off.
  */
 export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
@@ -79,7 +77,7 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
   // Readiness and outage probes ask once and take no for an answer (no SDK retry loop left behind).
   const probe = zeebeClient(options, false);
   const defaultRetries = options.defaultRetries ?? 3;
-  const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const workerId = options.workerId ?? defaultWorkerId();
   const answers = () =>
     Promise.race([
       probe.topology(),
@@ -104,7 +102,7 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
       let failedProbes = 0;
       while (!stopping) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(30_000, 500 * 2 ** Math.min(failedProbes, 6)));
+          const timer = setTimeout(resolve, reconnectDelayMs(failedProbes));
           wake = () => {
             clearTimeout(timer);
             resolve();
@@ -166,9 +164,9 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
               return JOB_ACTION_ACKNOWLEDGEMENT;
             };
           } else {
-            const retries = retriesAfterFailure(job.retries, defaultRetries);
+            const { retries, backOffMs } = nextAttempt(job.retries, defaultRetries);
             outcome = `failure ${result.code}`;
-            report = () => job.fail({ errorMessage: result.message, retries, retryBackOff: retryTimeoutMs(retries, defaultRetries) });
+            report = () => job.fail({ errorMessage: result.message, retries, retryBackOff: backOffMs });
           }
         }
         try {
