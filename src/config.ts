@@ -1,5 +1,6 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { accessSync, constants, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { z } from "zod";
 
 /**
@@ -33,6 +34,14 @@ export interface Config {
   queryMaxRows: number;
   /** Longest a transform may run, sub-queries included. Default 2000 ms. */
   transformTimeoutMs: number;
+  /** Child processes that evaluate transforms (TRANSFORM_PROCESSES). Default: the number of cores, at least 2. */
+  transformProcesses: number;
+  /** Heap ceiling of one transform process, MiB (TRANSFORM_MEMORY_MB). Default 256. */
+  transformMemoryMb: number;
+  /** Largest transform result, bytes of its JSON text (TRANSFORM_MAX_RESULT_BYTES). Default 10 MiB. */
+  transformMaxResultBytes: number;
+  /** Transforms waiting for a process before new ones get 503 (TRANSFORM_MAX_QUEUE). Default 1000. */
+  transformMaxQueue: number;
   /** Longest one calculation may run, nested ones included. Default 10000 ms. */
   calculationTimeoutMs: number;
   /** Longest a graceful shutdown waits for work in flight. Default 30000 ms. */
@@ -157,6 +166,10 @@ const envSchema = z.object({
   QUERY_TIMEOUT_MS: integer("QUERY_TIMEOUT_MS", 1, 3_600_000).optional(),
   QUERY_MAX_ROWS: integer("QUERY_MAX_ROWS", 1, 10_000_000).optional(),
   TRANSFORM_TIMEOUT_MS: integer("TRANSFORM_TIMEOUT_MS", 1, 3_600_000).optional(),
+  TRANSFORM_PROCESSES: integer("TRANSFORM_PROCESSES", 1, 256).optional(),
+  TRANSFORM_MEMORY_MB: integer("TRANSFORM_MEMORY_MB", 16, 65_536).optional(),
+  TRANSFORM_MAX_RESULT_BYTES: integer("TRANSFORM_MAX_RESULT_BYTES", 1024, 1024 * 1024 * 1024).optional(),
+  TRANSFORM_MAX_QUEUE: integer("TRANSFORM_MAX_QUEUE", 0, 1_000_000).optional(),
   CALCULATION_TIMEOUT_MS: integer("CALCULATION_TIMEOUT_MS", 1, 3_600_000).optional(),
   SHUTDOWN_TIMEOUT_MS: integer("SHUTDOWN_TIMEOUT_MS", 0, 3_600_000).optional(),
   LOG_LEVEL: z.enum(["error", "warn", "info", "debug", "silent"], "LOG_LEVEL must be one of error, warn, info, debug, silent").optional(),
@@ -240,6 +253,10 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     queryTimeoutMs: e.QUERY_TIMEOUT_MS ?? 5000,
     queryMaxRows: e.QUERY_MAX_ROWS ?? 10_000,
     transformTimeoutMs: e.TRANSFORM_TIMEOUT_MS ?? 2000,
+    transformProcesses: e.TRANSFORM_PROCESSES ?? Math.max(2, availableParallelism()),
+    transformMemoryMb: e.TRANSFORM_MEMORY_MB ?? 256,
+    transformMaxResultBytes: e.TRANSFORM_MAX_RESULT_BYTES ?? 10 * 1024 * 1024,
+    transformMaxQueue: e.TRANSFORM_MAX_QUEUE ?? 1000,
     calculationTimeoutMs: e.CALCULATION_TIMEOUT_MS ?? 10_000,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS ?? 30_000,
     logLevel: e.LOG_LEVEL ?? "info",

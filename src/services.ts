@@ -3,6 +3,7 @@ import type { Database } from "./db/database.js";
 import { Calculations } from "./calculation/service.js";
 import { ApiDefinitions } from "./definitions/service.js";
 import { TimeSeries } from "./timeseries/service.js";
+import { TransformPool } from "./transform/pool.js";
 import { DEFAULT_TRANSFORM_LIMITS } from "./transform/transform.js";
 
 /** The domain services every transport (REST, Camunda 7, Zeebe) calls. */
@@ -10,6 +11,8 @@ export interface Services {
   apiDefinitions: ApiDefinitions;
   timeSeries: TimeSeries;
   calculations: Calculations;
+  /** The threads transforms run in; closed with the service. */
+  transforms: TransformPool;
 }
 
 export function createServices(config: Config, db: Database): Services {
@@ -17,10 +20,18 @@ export function createServices(config: Config, db: Database): Services {
   const query = { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows };
   const calculations = new Calculations(db.knex, db.graph, timeSeries, { timeoutMs: config.calculationTimeoutMs, query });
   timeSeries.deriveWith((tenant, externalId, request) => calculations.calculate(tenant, externalId, request));
+  const transforms = new TransformPool({
+    processes: config.transformProcesses,
+    timeoutMs: config.transformTimeoutMs,
+    memoryMb: config.transformMemoryMb,
+    maxResultBytes: config.transformMaxResultBytes,
+    maxQueue: config.transformMaxQueue,
+  });
   return {
     timeSeries,
     calculations,
-    apiDefinitions: new ApiDefinitions(db.knex, db.graph, timeSeries, {
+    transforms,
+    apiDefinitions: new ApiDefinitions(db.knex, db.graph, timeSeries, transforms, {
       query: { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows },
       transform: { ...DEFAULT_TRANSFORM_LIMITS, timeoutMs: config.transformTimeoutMs },
     }),

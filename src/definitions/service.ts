@@ -6,7 +6,8 @@ import { executeQuery, type QueryLimits, type QueryOutput } from "../graph/query
 import type { EventDateRange } from "../timeseries/periods.js";
 import type { QueryOptions } from "../timeseries/query.js";
 import type { SeriesAnswer, TimeSeries } from "../timeseries/service.js";
-import { evaluateTransform, type TransformInput, type TransformLimits } from "../transform/transform.js";
+import type { TransformPool } from "../transform/pool.js";
+import type { TransformInput, TransformLimits } from "../transform/transform.js";
 import { isHeaderParameter, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
 import * as store from "./store.js";
 import { checkDefinition, compileDefinition, type CompiledDefinition } from "./validate.js";
@@ -60,6 +61,7 @@ export class ApiDefinitions {
     private readonly knex: Knex,
     private readonly graph: GraphSession,
     private readonly timeSeries: TimeSeries,
+    private readonly transforms: TransformPool,
     private readonly limits: ApiDefinitionLimits,
     cacheSize = 1000,
   ) {
@@ -113,7 +115,7 @@ export class ApiDefinitions {
     const params = resolveParameters(compiled.declared, queryParameters ?? {}, caller);
     const queryOutput = await executeQuery(this.graph, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
     if (compiled.transform === undefined) return queryOutput;
-    return (await evaluateTransform(compiled.transform, await this.transformInput(caller, definition.data, compiled, queryOutput, params))) ?? null;
+    return (await this.transforms.evaluate(compiled.transform, await this.transformInput(caller, definition.data, compiled, queryOutput, params))) ?? null;
   }
 
   /**
@@ -140,7 +142,7 @@ export class ApiDefinitions {
       const series = ids.size === 0 ? new Map<string, SeriesAnswer>() : await this.timeSeries.series(caller.tenant, [...ids], request, now);
       timelines.set(name, new Map([...series].map(([id, answer]) => [id, "buckets" in answer ? answer.buckets : answer.events])));
     }
-    const events = async (itemId: unknown, options: unknown) => {
+    const events = async (itemId: unknown, options: unknown): Promise<unknown> => {
       if (typeof itemId !== "string") throw new ProblemError("TRANSFORM_FAILED", "$events(itemId, options) needs an item id");
       const request = (options ?? {}) as { eventDateRange?: EventDateRange; queryOptions?: QueryOptions };
       const answer = (await this.timeSeries.series(caller.tenant, [itemId], request, now)).get(itemId.toLowerCase());
@@ -168,7 +170,7 @@ export class ApiDefinitions {
     if (compiled.transform === undefined) return { queryOutput, result: queryOutput, problems: [] };
     try {
       const transformInput = await this.transformInput(caller, input.data, compiled, queryOutput, params);
-      return { queryOutput, result: (await evaluateTransform(compiled.transform, transformInput)) ?? null, problems: [] };
+      return { queryOutput, result: (await this.transforms.evaluate(compiled.transform, transformInput)) ?? null, problems: [] };
     } catch (err) {
       if (!(err instanceof ProblemError) || err.code !== "TRANSFORM_FAILED") throw err;
       return { queryOutput, result: null, problems: err.errors ?? [{ path: "transform", message: err.message }] };

@@ -33,9 +33,6 @@ interface JsonataError {
   message?: string;
 }
 
-/** Evaluation steps between two yields to the event loop, so one heavy transform cannot starve other requests. */
-const STEPS_PER_YIELD = 256;
-
 function detail(text: string, rewritten: Rewritten, err: JsonataError, fallback: string): ProblemDetail {
   // JSONata reports the offset just past the token; the token's start is what a reader looks for.
   let offset = err.position;
@@ -69,11 +66,6 @@ export function compileTransform(text: string, limits: TransformLimits): { trans
     return { problems };
   }
   if (problems.length > 0) return { problems };
-
-  let steps = 0;
-  expression.assign(Symbol.for("jsonata.__evaluate_entry") as unknown as string, async () => {
-    if (++steps % STEPS_PER_YIELD === 0) await new Promise((resolve) => setImmediate(resolve));
-  });
   return {
     transform: {
       text,
@@ -97,17 +89,22 @@ export interface TransformInput {
    */
   timelines?: Map<string, Map<string, unknown>>;
   /** `$events(itemId, options)`: the events or buckets of one item (contract §4). */
-  events?: (itemId: string, options: unknown) => Promise<unknown>;
+  events?: (itemId: unknown, options: unknown) => Promise<unknown>;
+  /** Further JSONata variables, by name without `$` (the conformance run binds the suite's). */
+  bindings?: Record<string, unknown>;
 }
 
 /**
- * Evaluates a compiled transform. JSONata's own guardrails stop deep recursion, long sequences and
- * long evaluation at the next step; a wall-clock timer also covers awaited sub-queries. Any failure
- * is a 422 TRANSFORM_FAILED naming the reason and, where JSONata gives one, the position.
+ * Evaluates a compiled transform in the calling thread: the service calls it through
+ * {@link TransformPool}, inside a worker thread. JSONata's own guardrails stop deep recursion and
+ * long sequences at the next step; with a `timeoutMs`, a wall-clock timer also covers awaited
+ * sub-queries. Any failure is a 422 TRANSFORM_FAILED naming the reason and, where JSONata gives
+ * one, the position.
  */
 export async function evaluateTransform(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
   const timelines = input.timelines ?? new Map<string, Map<string, unknown>>();
   const bindings: Record<string, unknown> = {
+    ...input.bindings,
     [RESULT_FUNCTION]: (label: string, fields: [string, string][]) =>
       (input.queryOutput[label] ?? []).map((entity) => {
         const record = entity as Record<string, unknown>;
@@ -123,14 +120,18 @@ export async function evaluateTransform(transform: CompiledTransform, input: Tra
   for (const name of transform.params) bindings[paramVariable(name)] = input.params[name];
 
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new ProblemError("TRANSFORM_FAILED", `the transform ran longer than ${transform.limits.timeoutMs} ms and was stopped`)),
-      transform.limits.timeoutMs,
-    );
-  });
+  const evaluation = transform.expression.evaluate(input.queryOutput, bindings);
+  const deadline =
+    transform.limits.timeoutMs > 0
+      ? new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new ProblemError("TRANSFORM_FAILED", `the transform ran longer than ${transform.limits.timeoutMs} ms and was stopped`)),
+            transform.limits.timeoutMs,
+          );
+        })
+      : undefined;
   try {
-    return await Promise.race([transform.expression.evaluate(input.queryOutput, bindings), deadline]);
+    return await (deadline === undefined ? evaluation : Promise.race([evaluation, deadline]));
   } catch (err) {
     if (err instanceof ProblemError) throw err;
     const e = err as JsonataError;

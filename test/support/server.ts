@@ -32,7 +32,9 @@ export async function testServer(db: Database, env: Record<string, string> = {},
   const logs = new MemoryTransport();
   const logger = createLogger(config.logLevel, [logs]);
   const metrics = new Metrics();
-  const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services: createServices(config, db), metrics, workers: () => workers });
+  const services = createServices(config, db);
+  const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services, metrics, workers: () => workers });
+  app.addHook("onClose", () => services.transforms.close());
   await app.ready();
   return { app, config, logs, logger, metrics };
 }
