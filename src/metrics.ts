@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { TransformPoolStats } from "./transform/pool.js";
 
 /** What a worker reports of each task it handles. */
 export interface TaskMetrics {
@@ -51,6 +52,22 @@ export class Metrics implements TaskMetrics {
     else if (outcome === "failure") this.tasksFailed.inc({ engine, topic, code: code ?? "" });
     else this.tasksUnreported.inc({ engine, topic });
     this.taskDuration.observe({ engine, topic, outcome }, seconds);
+  }
+
+  /** Reads the transform pool's figures at each scrape. */
+  observeTransforms(stats: () => TransformPoolStats): void {
+    const registers = [this.registry];
+    new Gauge({ name: "transform_processes", help: "Child processes evaluating transforms", registers, collect() { this.set(stats().processes); } });
+    new Gauge({ name: "transform_in_flight", help: "Transforms running or waiting for a process", registers, collect() { this.set(stats().inFlight); } });
+    new Gauge({
+      name: "transform_stopped_total",
+      help: "Transforms stopped by a limit, by the limit's setting (a counter, read from the pool)",
+      labelNames: ["limit"],
+      registers,
+      collect() {
+        for (const [limit, count] of Object.entries(stats().stopped)) this.set({ limit }, count);
+      },
+    });
   }
 
   request(method: string, route: string, status: number, seconds: number): void {

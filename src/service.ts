@@ -36,6 +36,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
   let server: App;
   const services = createServices(config, db);
   const metrics = new Metrics();
+  metrics.observeTransforms(() => services.transforms.stats());
   const workers: RunningWorker[] = [];
   try {
     server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services, metrics, workers: () => workers });

@@ -78,8 +78,9 @@ export class TransformPool {
       // Structured clone instead of JSON: the timelines' maps cross, the result text is not escaped twice.
       serialization: "advanced",
       execArgv: [`--max-old-space-size=${this.memoryMb}`],
-      // Nothing of the service's environment (keys, connection strings) reaches user-written code.
-      env: {},
+      // Nothing of the service's environment (keys, connection strings) reaches user-written code;
+      // only the service's time zone, which JSONata's date functions read like any JavaScript code.
+      env: { TZ: Intl.DateTimeFormat().resolvedOptions().timeZone },
     });
     return this.pool;
   }

@@ -80,6 +80,11 @@ describeEachBackend("hostile transforms over REST", (ctx) => {
     const example = await request(EXAMPLE_DEFINITION.externalId, { publicId: "AGR-1" });
     expect(example.status).to.equal(200);
     expect(((await example.json()) as { accessPoints: { externalId: string }[] }).accessPoints.map((a) => a.externalId)).to.deep.equal(["EAN-1"]);
+    // Operators see the stops by limit in /metrics.
+    const metrics = await (await send("GET", "/metrics", undefined)).text();
+    const stoppedByTime = Number(/^transform_stopped_total\{limit="TRANSFORM_TIMEOUT_MS"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(stoppedByTime).to.be.at.least(2);
+    expect(metrics).to.match(/^transform_processes 2$/m);
   });
 
   it("reports a limit in the console's test run as a problem beside the query output, not as an error", async () => {

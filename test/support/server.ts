@@ -33,6 +33,7 @@ export async function testServer(db: Database, env: Record<string, string> = {},
   const logger = createLogger(config.logLevel, [logs]);
   const metrics = new Metrics();
   const services = createServices(config, db);
+  metrics.observeTransforms(() => services.transforms.stats());
   const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services, metrics, workers: () => workers });
   app.addHook("onClose", () => services.transforms.close());
   await app.ready();
