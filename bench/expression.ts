@@ -6,13 +6,14 @@
  *   npm run build && node dist/bench/expression.js [--buckets=1000000]
  */
 import { compileExpression, INTERNAL_VARIABLES } from "../src/calculation/expression.js";
+import { EXPRESSION_LIMIT_CEILINGS } from "../src/calculation/expression-size.js";
 import { option } from "./harness.js";
 
 const buckets = Number(option("buckets", "1000000"));
 const FORMULA = "(a - b) * f + (index == 0 ? 0 : previousValue) * 0.5";
 
 function main(): void {
-  const { expression } = compileExpression(FORMULA, new Set(["a", "b", "f", ...INTERNAL_VARIABLES]));
+  const { expression } = compileExpression(FORMULA, new Set(["a", "b", "f", ...INTERNAL_VARIABLES]), EXPRESSION_LIMIT_CEILINGS);
   if (expression === undefined) throw new Error("the formula does not compile");
   const plain = (v: Record<string, number | null>) => {
     const r = ((v.a ?? NaN) - (v.b ?? NaN)) * (v.f ?? NaN) + (v.index === 0 ? 0 : (v.previousValue ?? NaN)) * 0.5;

@@ -2,6 +2,7 @@ import { createPublicKey, type KeyObject } from "node:crypto";
 import { accessSync, constants, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { EXPRESSION_LIMIT_CEILINGS } from "./calculation/expression-size.js";
 
 /**
  * Everything the server and the workers read from the environment, validated once at start-up.
@@ -44,6 +45,12 @@ export interface Config {
   transformMaxQueue: number;
   /** Longest one calculation may run, nested ones included. Default 10000 ms. */
   calculationTimeoutMs: number;
+  /** Most steps of one CALCULATION definition, on save and at run time. Default 1000. */
+  calculationMaxSteps: number;
+  /** Most characters of one calculation expression. Default 1000, at most 2500 (longer could overflow mathjs's stack). */
+  expressionMaxLength: number;
+  /** Deepest nesting of one calculation expression (parentheses, calls, unary, power, conditional operators). Default 50, at most 100. */
+  expressionMaxDepth: number;
   /** Longest a graceful shutdown waits for work in flight. Default 30000 ms. */
   shutdownTimeoutMs: number;
   /** winston level, or `silent`. Default `info`. */
@@ -171,6 +178,10 @@ const envSchema = z.object({
   TRANSFORM_MAX_RESULT_BYTES: integer("TRANSFORM_MAX_RESULT_BYTES", 1024, 1024 * 1024 * 1024).optional(),
   TRANSFORM_MAX_QUEUE: integer("TRANSFORM_MAX_QUEUE", 0, 1_000_000).optional(),
   CALCULATION_TIMEOUT_MS: integer("CALCULATION_TIMEOUT_MS", 1, 3_600_000).optional(),
+  CALCULATION_MAX_STEPS: integer("CALCULATION_MAX_STEPS", 1, 100_000).optional(),
+  // Above these ceilings an expression that passes the limits could overflow the stack.
+  EXPRESSION_MAX_LENGTH: integer("EXPRESSION_MAX_LENGTH", 1, EXPRESSION_LIMIT_CEILINGS.maxLength).optional(),
+  EXPRESSION_MAX_DEPTH: integer("EXPRESSION_MAX_DEPTH", 1, EXPRESSION_LIMIT_CEILINGS.maxDepth).optional(),
   SHUTDOWN_TIMEOUT_MS: integer("SHUTDOWN_TIMEOUT_MS", 0, 3_600_000).optional(),
   LOG_LEVEL: z.enum(["error", "warn", "info", "debug", "silent"], "LOG_LEVEL must be one of error, warn, info, debug, silent").optional(),
   CAMUNDA_URL: optionalText.refine(
@@ -258,6 +269,9 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     transformMaxResultBytes: e.TRANSFORM_MAX_RESULT_BYTES ?? 10 * 1024 * 1024,
     transformMaxQueue: e.TRANSFORM_MAX_QUEUE ?? 1000,
     calculationTimeoutMs: e.CALCULATION_TIMEOUT_MS ?? 10_000,
+    calculationMaxSteps: e.CALCULATION_MAX_STEPS ?? 1000,
+    expressionMaxLength: e.EXPRESSION_MAX_LENGTH ?? 1000,
+    expressionMaxDepth: e.EXPRESSION_MAX_DEPTH ?? 50,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS ?? 30_000,
     logLevel: e.LOG_LEVEL ?? "info",
     camundaUrl: e.CAMUNDA_URL,

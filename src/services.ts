@@ -18,7 +18,11 @@ export interface Services {
 export function createServices(config: Config, db: Database): Services {
   const timeSeries = new TimeSeries(db.knex, config.defaultTimeZone);
   const query = { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows };
-  const calculations = new Calculations(db.knex, db.graph, timeSeries, { timeoutMs: config.calculationTimeoutMs, query });
+  const calculations = new Calculations(db.knex, db.graph, timeSeries, {
+    timeoutMs: config.calculationTimeoutMs,
+    query,
+    steps: { maxSteps: config.calculationMaxSteps, expression: { maxLength: config.expressionMaxLength, maxDepth: config.expressionMaxDepth } },
+  });
   timeSeries.deriveWith((tenant, externalId, request) => calculations.calculate(tenant, externalId, request));
   const transforms = new TransformPool({
     processes: config.transformProcesses,

@@ -139,6 +139,20 @@ describe("configuration", () => {
     expect(problemsOf({ JWT_SECRET: SECRET, CAMUNDA_CUSTOM_ROOT_CERT_PATH: "/no/such/ca.pem" })).to.deep.equal(["CAMUNDA_CUSTOM_ROOT_CERT_PATH: CAMUNDA_CUSTOM_ROOT_CERT_PATH must be a readable PEM file"]);
   });
 
+  it("reads the calculation limits, with their defaults, and refuses values past their ceilings naming the variable", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET })).to.deep.include({ calculationTimeoutMs: 10_000, calculationMaxSteps: 1000, expressionMaxLength: 1000, expressionMaxDepth: 50 });
+    expect(loadConfig({ JWT_SECRET: SECRET, CALCULATION_MAX_STEPS: "20", EXPRESSION_MAX_LENGTH: "2500", EXPRESSION_MAX_DEPTH: "100" })).to.deep.include({
+      calculationMaxSteps: 20,
+      expressionMaxLength: 2500,
+      expressionMaxDepth: 100,
+    });
+    expect(problemsOf({ JWT_SECRET: SECRET, CALCULATION_MAX_STEPS: "0", EXPRESSION_MAX_LENGTH: "2501", EXPRESSION_MAX_DEPTH: "many" })).to.deep.equal([
+      "CALCULATION_MAX_STEPS: CALCULATION_MAX_STEPS must be between 1 and 100000",
+      "EXPRESSION_MAX_LENGTH: EXPRESSION_MAX_LENGTH must be between 1 and 2500",
+      "EXPRESSION_MAX_DEPTH: EXPRESSION_MAX_DEPTH must be a whole number",
+    ]);
+  });
+
   it("refuses an unknown time zone, a bad Zeebe address, a bad Camunda URL and a bad log level, all at once", () => {
     const problems = problemsOf({
       JWT_SECRET: SECRET,

@@ -5,8 +5,10 @@ import { parseQuery } from "../graph/query/parser.js";
 import type { EventDateRange } from "../timeseries/periods.js";
 import type { QueryOptions } from "../timeseries/query.js";
 import { seriesRequestProblems } from "../timeseries/service.js";
-import { compileExpression, INTERNAL_VARIABLES, type CompiledExpression } from "./expression.js";
+import { Deadline } from "./deadline.js";
+import { INTERNAL_VARIABLES } from "./expression.js";
 import { REDUCE_TYPES, type ReduceType } from "./reduce.js";
+import { checkSteps, type Step, type StepLimits } from "./steps.js";
 
 export const CALCULATION_TYPES = ["EXPRESSION", "STATE-EXPRESSION", "CALCULATION"] as const;
 export type CalculationType = (typeof CALCULATION_TYPES)[number];
@@ -78,23 +80,26 @@ export interface CompiledCalculation {
   scope: Record<string, ScopeEntry & { type: ScopeType }>;
   select: CompiledQuery | undefined;
   /** The expression, or the steps in an order where each comes after what it reads. */
-  steps: { name: string; expression: CompiledExpression }[];
+  steps: Step[];
   output: string;
 }
 
 const SCOPE_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 const SELECT_VARIABLE = /^\{\{\s*\?([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/;
-export const RESULT_STEP = "result";
 
 /**
  * Checks a calculation definition and compiles it; every problem is listed with its path.
  * `references(externalId)` gives the definitions an EXPRESSION scope may name (undefined: none
- * such), so that references can be checked and cycles found.
+ * such), so that references can be checked and cycles found. `limits` bound the steps and their
+ * expressions; `pace` lets compiling yield to the event loop (and, at run time, stop at the
+ * calculation's deadline).
  */
-export function checkCalculation(
+export async function checkCalculation(
   input: CalculationDefinitionInput,
   references: (externalId: string) => CalculationDefinitionInput | undefined,
-): { compiled?: CompiledCalculation; problems: ProblemDetail[] } {
+  limits: StepLimits,
+  pace: Deadline = Deadline.unlimited(),
+): Promise<{ compiled?: CompiledCalculation; problems: ProblemDetail[] }> {
   const problems: ProblemDetail[] = [];
   const problem = (path: string, message: string, extra: Partial<ProblemDetail> = {}) => problems.push({ path, message, ...extra });
   if (!(CALCULATION_TYPES as readonly string[]).includes(input.calculationType)) {
@@ -177,85 +182,45 @@ export function checkCalculation(
   }
 
   // The expression, or the steps of a calculation model.
-  const known = new Set<string>([...Object.keys(scopeIn), ...INTERNAL_VARIABLES]);
-  const rawSteps =
-    input.calculationType === "CALCULATION"
-      ? (block.steps ?? [])
-      : [{ name: RESULT_STEP, expression: block.expression as string }];
-  if (input.calculationType === "CALCULATION" && rawSteps.length === 0) problem("data.calculation.steps", "a CALCULATION needs steps: [{ name, expression }]");
-  const stepNames = new Set<string>();
-  rawSteps.forEach((step, i) => {
-    if (input.calculationType !== "CALCULATION") return;
-    if (typeof step?.name !== "string" || !SCOPE_NAME.test(step.name)) problem(`data.calculation.steps[${i}].name`, "a step name must start with a letter");
-    else if (stepNames.has(step.name) || known.has(step.name)) problem(`data.calculation.steps[${i}].name`, `step name "${step.name}" is used twice`);
-    stepNames.add(step?.name);
-  });
-  const compiledSteps = new Map<string, CompiledExpression>();
-  rawSteps.forEach((step, i) => {
-    const path = input.calculationType === "CALCULATION" ? `data.calculation.steps[${i}].expression` : "data.calculation.expression";
-    if (typeof step?.expression !== "string" || step.expression.trim() === "") {
-      problem(path, "an expression is required");
-      return;
-    }
-    const { expression, problems: found } = compileExpression(step.expression, new Set([...known, ...stepNames]));
-    for (const f of found) problem(path, f.message, f.column !== undefined ? { column: f.column } : {});
-    if (expression !== undefined) compiledSteps.set(step.name, expression);
-  });
-  const output = input.calculationType === "CALCULATION" ? (block.output ?? "") : RESULT_STEP;
-  if (input.calculationType === "CALCULATION" && !stepNames.has(output)) problem("data.calculation.output", "output must name one of the steps");
-  const ordered = orderSteps(compiledSteps, problem);
+  const checked = await checkSteps(input.calculationType === "CALCULATION", block, Object.keys(scopeIn), limits, pace, problem);
 
   // A definition may not reach itself through EXPRESSION scopes.
   const cycle = findCycle(input, references);
   if (cycle !== undefined) problem("data.calculation.scope", `reference cycle: ${cycle.join(" → ")}`);
 
-  if (problems.length > 0 || ordered === undefined) return { problems };
-  return { compiled: { definition: input, block, scope, select, steps: ordered, output }, problems };
+  if (problems.length > 0 || checked === undefined) return { problems };
+  return { compiled: { definition: input, block, scope, select, steps: checked.steps, output: checked.output }, problems };
 }
 
-/** Steps in dependency order; a cycle among them is reported and gives undefined. */
-function orderSteps(steps: Map<string, CompiledExpression>, problem: (path: string, message: string) => void): { name: string; expression: CompiledExpression }[] | undefined {
-  const ordered: { name: string; expression: CompiledExpression }[] = [];
-  const state = new Map<string, "visiting" | "done">();
-  const visit = (name: string, trail: string[]): boolean => {
-    if (state.get(name) === "done") return true;
-    if (state.get(name) === "visiting") {
-      problem("data.calculation.steps", `steps depend on each other in a cycle: ${[...trail.slice(trail.indexOf(name)), name].join(" → ")}`);
-      return false;
-    }
-    state.set(name, "visiting");
-    const expression = steps.get(name)!;
-    for (const v of expression.variables) if (steps.has(v) && v !== name && !visit(v, [...trail, name])) return false;
-    if (expression.variables.has(name)) {
-      problem("data.calculation.steps", `step "${name}" reads itself`);
-      return false;
-    }
-    state.set(name, "done");
-    ordered.push({ name, expression });
-    return true;
-  };
-  for (const name of steps.keys()) if (!visit(name, [])) return undefined;
-  return ordered;
-}
-
+/**
+ * The path by which `start` reaches itself through EXPRESSION scopes, if it does. A definition
+ * already walked is not walked again, so the walk is linear in the definitions and their
+ * references (a walk of every path would double with every level of a diamond of references).
+ */
 function findCycle(start: CalculationDefinitionInput, references: (externalId: string) => CalculationDefinitionInput | undefined): string[] | undefined {
   const uses = (d: CalculationDefinitionInput) =>
     Object.values(d.data?.calculation?.scope ?? {})
       .filter((s) => s?.type === "EXPRESSION" && typeof s.expression === "string")
       .map((s) => s.expression!);
-  const walk = (externalId: string, trail: string[]): string[] | undefined => {
+  const walked = new Set<string>();
+  const trail = [start.externalId];
+  const walk = (externalId: string): string[] | undefined => {
     if (externalId === start.externalId) return [...trail, externalId];
-    if (trail.includes(externalId)) return undefined; // a cycle elsewhere: reported when that one is saved
+    // Walked before: it does not reach `start` (or that path was returned); a cycle elsewhere is reported when that one is saved.
+    if (walked.has(externalId)) return undefined;
+    walked.add(externalId);
     const next = references(externalId);
     if (next === undefined) return undefined;
+    trail.push(externalId);
     for (const u of uses(next)) {
-      const found = walk(u, [...trail, externalId]);
+      const found = walk(u);
       if (found !== undefined) return found;
     }
+    trail.pop();
     return undefined;
   };
   for (const u of uses(start)) {
-    const found = walk(u, [start.externalId]);
+    const found = walk(u);
     if (found !== undefined) return found;
   }
   return undefined;

@@ -1,4 +1,5 @@
 import { all, create, type MathNode } from "mathjs";
+import { expressionSizeProblem, type ExpressionLimits } from "./expression-size.js";
 
 /** Variables every expression may use besides its scope names (spec §2.2). */
 export const INTERNAL_VARIABLES = ["time", "from", "to", "interval", "now", "index", "previousValue", "previousPreviousValue", "firstValue"] as const;
@@ -36,6 +37,11 @@ export interface CompiledExpression {
   /** The names it reads: scope names and internal variables. */
   variables: Set<string>;
   evaluate(values: Readonly<Record<string, number | null>>): number | null;
+  /**
+   * Evaluates in a scope the caller keeps and reuses (every bucket, every step), holding a number
+   * for each name the expression reads: NaN for a missing value. Nothing is copied per call.
+   */
+  evaluateIn(scope: Map<string, number>): number | null;
 }
 
 /**
@@ -43,8 +49,13 @@ export interface CompiledExpression {
  * conditionals, the allowed pure functions, constants, and the names in `known` (scope names and
  * internal variables). No assignment, function or unit definition, object, string, matrix or
  * property access. Every problem is returned, with its column where mathjs gives one.
+ *
+ * Its length and nesting are checked first, by a linear scan: mathjs parses, checks, compiles
+ * and evaluates by recursion, and within the limits none of them can overflow the stack.
  */
-export function compileExpression(text: string, known: ReadonlySet<string>): { expression?: CompiledExpression; problems: ExpressionProblem[] } {
+export function compileExpression(text: string, known: ReadonlySet<string>, limits: ExpressionLimits): { expression?: CompiledExpression; problems: ExpressionProblem[] } {
+  const tooLarge = expressionSizeProblem(text, limits);
+  if (tooLarge !== undefined) return { problems: [tooLarge] };
   let root: MathNode;
   try {
     root = parse(text);
@@ -52,6 +63,16 @@ export function compileExpression(text: string, known: ReadonlySet<string>): { e
     const char = (err as { char?: number }).char;
     return { problems: [{ message: `the expression does not parse: ${(err as Error).message}`, ...(typeof char === "number" ? { column: char + 1 } : {}) }] };
   }
+  try {
+    return checkAndCompile(text, root, known);
+  } catch (err) {
+    // Not reached within the limits the configuration accepts; kept so that no expression is ever a 500.
+    if (err instanceof RangeError) return { problems: [{ message: "the expression nests too deeply to compile; split it into steps" }] };
+    throw err;
+  }
+}
+
+function checkAndCompile(text: string, root: MathNode, known: ReadonlySet<string>): { expression?: CompiledExpression; problems: ExpressionProblem[] } {
   const problems: ExpressionProblem[] = [];
   const variables = new Set<string>();
   root.traverse((node: MathNode, path: string, parent: MathNode | null) => {
@@ -80,24 +101,28 @@ export function compileExpression(text: string, known: ReadonlySet<string>): { e
   if (problems.length > 0) return { problems };
   const code = root.compile();
   const variableList = [...variables];
+  // A missing value is NaN, so it makes the result not finite, which is null. mathjs takes a Map
+  // scope as it is (a plain object is wrapped anew on every call).
+  const evaluateIn = (scope: Map<string, number>): number | null => {
+    let result: unknown;
+    try {
+      result = code.evaluate(scope);
+    } catch {
+      return null;
+    }
+    const n = typeof result === "boolean" ? Number(result) : result;
+    return typeof n === "number" && Number.isFinite(n) ? n : null;
+  };
   return {
     problems,
     expression: {
       text,
       variables,
+      evaluateIn,
       evaluate(values) {
-        // A missing value is NaN, so it makes the result not finite, which is null. mathjs takes
-        // a Map scope as it is (a plain object is wrapped anew on every call).
         const scope = new Map<string, number>();
         for (const name of variableList) scope.set(name, values[name] ?? Number.NaN);
-        let result: unknown;
-        try {
-          result = code.evaluate(scope);
-        } catch {
-          return null;
-        }
-        const n = typeof result === "boolean" ? Number(result) : result;
-        return typeof n === "number" && Number.isFinite(n) ? n : null;
+        return evaluateIn(scope);
       },
     },
   };

@@ -3,12 +3,16 @@ import type { Knex } from "knex";
 import type { GraphSession } from "../db/database.js";
 import { ProblemError } from "../errors.js";
 import { executeQuery, type QueryLimits } from "../graph/query/execute.js";
-import { bucketStarts, checkInterval, nextBucketStart } from "../timeseries/buckets.js";
+import { bucketStarts } from "../timeseries/bucket-range.js";
+import { checkInterval, nextBucketStart } from "../timeseries/buckets.js";
 import { resolveEventDateRange, type EventDateRange } from "../timeseries/periods.js";
 import type { QueryOptions } from "../timeseries/query.js";
 import type { TimeSeries } from "../timeseries/service.js";
+import { Deadline } from "./deadline.js";
 import { checkCalculation, type CalculationDefinition, type CalculationDefinitionInput, type CompiledCalculation, type ItemMetric, type ScopeEntry } from "./definition.js";
+import { evaluateBuckets, evaluateValue } from "./evaluate.js";
 import { reduceValues } from "./reduce.js";
+import type { StepLimits } from "./steps.js";
 
 /** A caller-chosen input: the items of a series scope, or the number of a VALUE scope. */
 export interface CalculationInput {
@@ -26,9 +30,13 @@ export interface CalculateRequest {
 export type CalculationResult = { buckets: { timestamp: string; value: number | null }[] } | { value: number | null };
 
 export interface CalculationLimits {
-  /** Wall-clock limit of one calculation, nested ones included. */
+  /** Wall-clock limit of one calculation, nested ones included (CALCULATION_TIMEOUT_MS). */
   timeoutMs: number;
   query: Omit<QueryLimits, "failureCode">;
+  /** Most steps and largest expressions of a definition, on save and at run time. */
+  steps: StepLimits;
+  /** The clock the time limit is read on. Default `Date.now`; tests pass their own. */
+  clock?: () => number;
 }
 
 interface Row {
@@ -65,11 +73,11 @@ function notFound(externalId: string): ProblemError {
   return new ProblemError("CALCULATION_DEFINITION_NOT_FOUND", `there is no calculation definition "${externalId}" in this tenant`);
 }
 
-/** Per run: one "now", one deadline, the chain of definitions being calculated. */
+/** Per run: one "now", one deadline (nested calculations share it), the chain of definitions being calculated. */
 interface Run {
   tenant: string;
   now: Date;
-  deadline: number;
+  deadline: Deadline;
   chain: string[];
 }
 
@@ -89,7 +97,7 @@ export class Calculations {
 
   private async check(tenant: string, input: CalculationDefinitionInput): Promise<CompiledCalculation> {
     const stored = await this.all(tenant);
-    const { compiled, problems } = checkCalculation(input, (externalId) => stored.get(externalId));
+    const { compiled, problems } = await checkCalculation(input, (externalId) => stored.get(externalId), this.limits.steps);
     if (compiled === undefined) {
       const first = problems[0];
       throw new ProblemError("INVALID_DEFINITION", `the calculation definition has ${problems.length} problem(s); the first: ${first?.message} (${first?.path})`, { errors: problems });
@@ -140,7 +148,7 @@ export class Calculations {
 
   /** `POST /calculation-definitions/{externalId}/calculate`. */
   async calculate(tenant: string, externalId: string, request: CalculateRequest, now = new Date()): Promise<CalculationResult> {
-    return this.run({ tenant, now, deadline: Date.now() + this.limits.timeoutMs, chain: [] }, externalId, request);
+    return this.run({ tenant, now, deadline: Deadline.after(this.limits.timeoutMs, this.limits.clock), chain: [] }, externalId, request);
   }
 
   private async run(run: Run, externalId: string, request: CalculateRequest): Promise<CalculationResult> {
@@ -149,13 +157,10 @@ export class Calculations {
     const definition = await this.get(run.tenant, externalId);
     if (!definition.active) throw failed(`calculation definition "${externalId}" is not active`);
     const stored = await this.all(run.tenant);
-    const { compiled, problems } = checkCalculation(definition, (id) => stored.get(id));
+    // The same limits as on save: a definition stored before they were lowered is refused, not run.
+    const { compiled, problems } = await checkCalculation(definition, (id) => stored.get(id), this.limits.steps, run.deadline);
     if (compiled === undefined) throw new ProblemError("INVALID_DEFINITION", `stored calculation definition "${externalId}" is not valid: ${problems[0]?.message}`, { errors: problems });
     return this.evaluate({ ...run, chain: [...run.chain, externalId] }, compiled, request);
-  }
-
-  private checkTime(run: Run): void {
-    if (Date.now() > run.deadline) throw failed(`the calculation ran longer than ${this.limits.timeoutMs} ms and was stopped`);
   }
 
   private async evaluate(run: Run, c: CompiledCalculation, request: CalculateRequest): Promise<CalculationResult> {
@@ -179,7 +184,7 @@ export class Calculations {
     const series = new Map<string, (number | null)[]>();
     const constants = new Map<string, number | null>();
     for (const [name, entry] of Object.entries(c.scope)) {
-      this.checkTime(run);
+      run.deadline.check();
       const input = request.inputs?.[name];
       if (entry.type === "VALUE") {
         constants.set(name, typeof input?.value === "number" ? input.value : (entry.value ?? null));
@@ -227,6 +232,8 @@ export class Calculations {
         const columns = itemIds.map((id) => align(((perItem.get(id.toLowerCase()) ?? { buckets: [] }) as { buckets: { timestamp: string; value: number | null }[] }).buckets, starts));
         if (columns.length > 1 && ts.metric === undefined) throw failed(`scope ${name} finds ${columns.length} items: give timeseries.metric to combine them`);
         values = starts.map((_, i) => combine(columns.map((col) => col[i] ?? null), ts.metric ?? "avg"));
+        // Items × buckets of work: counted against the deadline.
+        if (run.deadline.tick(columns.length * starts.length)) await run.deadline.yield();
       }
       if (entry.type === "firstValue") values = values.map(() => values[0] ?? null);
       if (entry.type === "lastValue") values = values.map(() => values[values.length - 1] ?? null);
@@ -236,31 +243,17 @@ export class Calculations {
       else series.set(name, values);
     }
 
-    const evaluateAt = (index: number, results: (number | null)[]): number | null => {
-      const time = starts[index] ?? range.from.toMillis();
-      const values: Record<string, number | null> = {
-        time,
-        from: range.from.toMillis(),
-        to: range.to.toMillis(),
-        interval: needsGrid && starts[index] !== undefined ? nextBucketStart(time, checkInterval(interval!), range.zone) - time : range.to.toMillis() - range.from.toMillis(),
-        now: run.now.getTime(),
-        index,
-        previousValue: index >= 1 ? results[index - 1]! : null,
-        previousPreviousValue: index >= 2 ? results[index - 2]! : null,
-        firstValue: index >= 1 ? results[0]! : null,
-      };
-      for (const [name, value] of constants) values[name] = value;
-      for (const [name, column] of series) values[name] = column[index] ?? null;
-      for (const step of c.steps) values[step.name] = step.expression.evaluate(values);
-      return values[c.output] ?? null;
+    const inputs = {
+      starts,
+      end: starts.length === 0 ? range.to.toMillis() : nextBucketStart(starts[starts.length - 1]!, checkInterval(interval!), range.zone),
+      from: range.from.toMillis(),
+      to: range.to.toMillis(),
+      now: run.now.getTime(),
+      constants,
+      series,
     };
-
-    if (valueOnly) return { value: evaluateAt(0, []) };
-    const results: (number | null)[] = [];
-    for (let i = 0; i < starts.length; i++) {
-      if (i % 256 === 0) this.checkTime(run);
-      results.push(evaluateAt(i, results));
-    }
+    if (valueOnly) return { value: evaluateValue(c.steps, c.output, inputs, run.deadline) };
+    const results = await evaluateBuckets(c.steps, c.output, inputs, run.deadline);
     const remove = new Set((block.removeBuckets ?? []).map((i) => (i < 0 ? starts.length + i : i)));
     return { buckets: starts.map((t, i) => ({ timestamp: new Date(t).toISOString(), value: results[i]! })).filter((_, i) => !remove.has(i)) };
   }

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { ProblemError } from "../errors.js";
-import { bucketStart, bucketStarts, checkInterval, fixedLengthMs, type Interval } from "./buckets.js";
+import { bucketStarts } from "./bucket-range.js";
+import { bucketStart, checkInterval, fixedLengthMs, type Interval } from "./buckets.js";
 import { checkGapStrategy, fillGaps, type Bucket, type GapStrategy } from "./gaps.js";
 import { filterPredicates } from "./filters.js";
 import type { ResolvedRange } from "./periods.js";

@@ -2,6 +2,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { compileExpression, INTERNAL_VARIABLES } from "../../src/calculation/expression.js";
 import { checkCalculation } from "../../src/calculation/definition.js";
+import { EXPRESSION_LIMIT_CEILINGS } from "../../src/calculation/expression-size.js";
 import { percentile, reduceValues } from "../../src/calculation/reduce.js";
 
 describe("reductions", () => {
@@ -45,7 +46,7 @@ describe("reductions", () => {
 
 describe("calculation expressions", () => {
   const known = new Set(["a", "b", ...INTERNAL_VARIABLES]);
-  const compile = (text: string) => compileExpression(text, known);
+  const compile = (text: string) => compileExpression(text, known, EXPRESSION_LIMIT_CEILINGS);
 
   it("evaluates arithmetic, conditionals and pure functions over the scope", () => {
     const { expression } = compile("(index == 0 ? 0 : previousValue) + max(a, b) * 2 - sqrt(16)");
@@ -90,16 +91,18 @@ describe("calculation model checks", () => {
     data: { calculation: { steps, output, scope: { a: { type: "VALUE" as const, value: 1 } } } },
   });
 
-  it("orders steps by what they read", () => {
-    const { compiled, problems } = checkCalculation(model([{ name: "out", expression: "mid + 1" }, { name: "mid", expression: "a * 2" }]), () => undefined);
+  const LIMITS = { maxSteps: 1000, expression: EXPRESSION_LIMIT_CEILINGS };
+
+  it("orders steps by what they read", async () => {
+    const { compiled, problems } = await checkCalculation(model([{ name: "out", expression: "mid + 1" }, { name: "mid", expression: "a * 2" }]), () => undefined, LIMITS);
     expect(problems).to.deep.equal([]);
     expect(compiled?.steps.map((s) => s.name)).to.deep.equal(["mid", "out"]);
   });
 
-  it("refuses steps that depend on each other in a cycle, naming it, and an output that is no step", () => {
-    const cyclic = checkCalculation(model([{ name: "out", expression: "x + 1" }, { name: "x", expression: "y" }, { name: "y", expression: "out" }]), () => undefined);
+  it("refuses steps that depend on each other in a cycle, naming it, and an output that is no step", async () => {
+    const cyclic = await checkCalculation(model([{ name: "out", expression: "x + 1" }, { name: "x", expression: "y" }, { name: "y", expression: "out" }]), () => undefined, LIMITS);
     expect(cyclic.problems.map((p) => p.message)).to.include("steps depend on each other in a cycle: out → x → y → out");
-    const noOutput = checkCalculation(model([{ name: "mid", expression: "a" }], "missing"), () => undefined);
+    const noOutput = await checkCalculation(model([{ name: "mid", expression: "a" }], "missing"), () => undefined, LIMITS);
     expect(noOutput.problems.map((p) => p.path)).to.include("data.calculation.output");
   });
 });

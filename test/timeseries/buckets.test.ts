@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { bucketStart, bucketStarts, INTERVALS, type Interval } from "../../src/timeseries/buckets.js";
+import { bucketStarts } from "../../src/timeseries/bucket-range.js";
+import { bucketStart, INTERVALS, type Interval } from "../../src/timeseries/buckets.js";
 
 const BRUSSELS = "Europe/Brussels";
 const ms = (iso: string) => Date.parse(iso);
