@@ -32,3 +32,6 @@ export function tokenize(text: string): Tokenized {
     throw err;
   }
 }
+
+/** Whether a token is the operator `op` (or the keyword operator `and`, `or`, `in`). */
+export const isOperator = (token: Token | undefined, op: string): boolean => token?.kind === "operator" && token.value === op;

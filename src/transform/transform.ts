@@ -1,6 +1,6 @@
 import jsonata from "jsonata";
 import { ProblemError, type ProblemDetail } from "../errors.js";
-import { paramVariable, positionAt, RESULT_FUNCTION, rewriteTransform, type ResultUse, type Rewritten } from "./rewrite.js";
+import { positionAt, rewriteTransform, type ResultUse, type Rewritten } from "./rewrite.js";
 
 export interface TransformLimits {
   /** Wall-clock limit for one evaluation, awaited sub-queries included. */
@@ -108,7 +108,7 @@ export interface TransformInput {
 export async function evaluateTransform(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
   const timelines = input.timelines ?? new Map<string, Map<string, unknown>>();
   const bindings: Record<string, unknown> = {
-    [RESULT_FUNCTION]: (label: string, fields: [string, string][]) =>
+    [transform.rewritten.names.result]: (label: string, fields: [string, string][]) =>
       (input.queryOutput[label] ?? []).map((entity) => {
         const record = entity as Record<string, unknown>;
         return Object.fromEntries(
@@ -120,7 +120,7 @@ export async function evaluateTransform(transform: CompiledTransform, input: Tra
       }),
   };
   if (input.events !== undefined) bindings[EVENTS_FUNCTION] = input.events;
-  for (const name of transform.params) bindings[paramVariable(name)] = input.params[name];
+  for (const name of transform.params) bindings[transform.rewritten.names.param(name)] = input.params[name];
 
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {

@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { rewriteTransform } from "../../src/transform/rewrite.js";
 import { loadJsonataSuite, type JsonataSuiteCase } from "../support/jsonataSuite.js";
 import { lexerDisagreement } from "../support/lexerOracle.js";
 
@@ -25,5 +26,13 @@ describe("the official JSONata test suite, read as transforms", () => {
       return found === undefined ? [] : [`${c.id}: ${found}`];
     });
     expect(disagreements).to.deep.equal([]);
+  });
+
+  it("comes out of the rewrite unchanged and without problems, every expression: none is read as the extension", () => {
+    const changed = cases.flatMap((c) => {
+      const { source, problems } = rewriteTransform(c.expr);
+      return source === c.expr && problems.length === 0 ? [] : [`${c.id}: ${JSON.stringify(c.expr)} → ${JSON.stringify(source)} ${JSON.stringify(problems)}`];
+    });
+    expect(changed).to.deep.equal([]);
   });
 });
