@@ -1,12 +1,25 @@
+import { generatedNames, type GeneratedNames } from "./generatedNames.js";
+import { isOperator, tokenize, type Token } from "./lexer.js";
+import { opensResult, readResultConstruct, SIMPLE_NAME } from "./resultConstruct.js";
+
+export type { GeneratedNames } from "./generatedNames.js";
+
 /**
  * The transform language is JSONata plus two forms JSONata does not have:
  *
  *   ${name}                                  a query parameter
  *   result(?label) { field, alias: field }   one object per entity bound to ?label
  *
- * This module finds both in the text (outside strings, quoted names and comments) and writes
- * plain JSONata in their place, keeping a map from positions in the rewritten text back to the
- * original, so that JSONata's own errors point at what the administrator wrote.
+ * This module finds both among the tokens of the text, read as JSONata's own tokenizer reads it
+ * (so never inside a string, a backtick name, a comment or a regular expression), and writes plain
+ * JSONata in their place, keeping a map from positions in the rewritten text back to the original,
+ * so that JSONata's own errors point at what the administrator wrote. A text without them comes
+ * out unchanged.
+ *
+ * `${name}` is `${` written together, a name, and `}`; spaces and comments may surround the name.
+ * JSONata reads `${…}` as `$` grouped by an object constructor, which needs `name: value` pairs, so
+ * a lone name there is never JSONata, while `${"n": 1}`, `${id: v}`, `$${id: v}` and `${}` are,
+ * and stay as written.
  */
 
 export interface TextPosition {
@@ -43,17 +56,11 @@ export interface Rewritten {
   params: ParamUse[];
   results: ResultUse[];
   problems: RewriteProblem[];
+  /** The names given to the bound function and the parameter variables in `source`: none the text uses. */
+  names: GeneratedNames;
   /** Maps an offset in `source` to the offset in the original text. */
   originalOffset(offset: number): number;
 }
-
-/** The JSONata variable a `${name}` parameter becomes. */
-export const paramVariable = (name: string) => `__param_${name}`;
-/** The bound function `result(...)` becomes. */
-export const RESULT_FUNCTION = "__result";
-
-const NAME_START = /[A-Za-z_]/;
-const NAME_PART = /[A-Za-z0-9_]/;
 
 interface Edit {
   origStart: number;
@@ -61,127 +68,51 @@ interface Edit {
   text: string;
 }
 
+/**
+ * Whether the tokens at `i` are `${`, one word (a name, literal or variable, not an operator or a
+ * bracket: `{"a": ${}}` and `${{}: 1}` are JSONata) and `}`.
+ */
+function isParameter(tokens: readonly Token[], i: number): boolean {
+  const [dollar, open, word, close] = tokens.slice(i, i + 4);
+  const isWord = word !== undefined && (word.kind !== "operator" || ["and", "or", "in"].includes(word.value));
+  return dollar?.kind === "variable" && dollar.value === "" && isOperator(open, "{") && open!.start === dollar.end && isWord && isOperator(close, "}");
+}
+
 export function rewriteTransform(text: string): Rewritten {
+  const { tokens, error } = tokenize(text);
+  const names = generatedNames(text);
   const edits: Edit[] = [];
   const params: ParamUse[] = [];
   const results: ResultUse[] = [];
   const problems: RewriteProblem[] = [];
-  let i = 0;
-  const at = (k: number) => text[k] ?? "";
-  const skipSpace = (k: number) => {
-    while (/\s/.test(at(k))) k++;
-    return k;
-  };
-  const readName = (k: number): [string, number] => {
-    const start = k;
-    if (!NAME_START.test(at(k))) return ["", k];
-    while (NAME_PART.test(at(k))) k++;
-    return [text.slice(start, k), k];
-  };
 
-  while (i < text.length) {
-    const c = at(i);
-    // Strings, quoted names and comments are copied as they are.
-    if (c === '"' || c === "'" || c === "`") {
-      let k = i + 1;
-      while (k < text.length && at(k) !== c) k += at(k) === "\\" && c !== "`" ? 2 : 1;
-      i = k + 1;
-      continue;
-    }
-    if (c === "/" && at(i + 1) === "*") {
-      const end = text.indexOf("*/", i + 2);
-      i = end < 0 ? text.length : end + 2;
-      continue;
-    }
-    if (c === "$" && at(i + 1) === "{") {
-      const [name, afterName] = readName(i + 2);
-      if (name === "" || at(afterName) !== "}") {
-        problems.push({ message: "expected ${name} with a parameter name made of letters, digits and _", offset: i });
-        i += 2;
-        continue;
-      }
-      params.push({ name, offset: i });
-      edits.push({ origStart: i, origEnd: afterName + 1, text: `$${paramVariable(name)}` });
-      i = afterName + 1;
-      continue;
-    }
-    if (c === "r" && text.startsWith("result", i) && !NAME_PART.test(at(i - 1)) && at(i - 1) !== "$" && at(i - 1) !== ".") {
-      const open = skipSpace(i + "result".length);
-      if (at(open) === "(" && at(skipSpace(open + 1)) === "?") {
-        const parsed = readResult(i, open);
-        if (parsed !== undefined) {
-          results.push(parsed.use);
-          const spec = parsed.use.fields.map((f) => `[${JSON.stringify(f.alias)}, ${JSON.stringify(f.field)}]`).join(", ");
-          edits.push({ origStart: i, origEnd: parsed.end, text: `$${RESULT_FUNCTION}(${JSON.stringify(parsed.use.label)}, [${spec}])` });
-          i = parsed.end;
-        } else {
-          i += "result".length; // the problem is reported; the rest is read as it is
-        }
-        continue;
-      }
-    }
-    i++;
-  }
-
-  /** Reads `result(?label) { fields }` starting at `start`, with `(` at `open`. */
-  function readResult(start: number, open: number): { use: ResultUse; end: number } | undefined {
-    let k = skipSpace(open + 1) + 1; // past "?"
-    const [label, afterLabel] = readName(k);
-    if (label === "") {
-      problems.push({ message: "expected a label name after result(?", offset: k });
-      return undefined;
-    }
-    k = skipSpace(afterLabel);
-    if (at(k) !== ")") {
-      problems.push({ message: `expected ")" after result(?${label}`, offset: k });
-      return undefined;
-    }
-    k = skipSpace(k + 1);
-    if (at(k) !== "{") {
-      problems.push({ message: `expected "{" and the fields to return after result(?${label})`, offset: k });
-      return undefined;
-    }
-    k = skipSpace(k + 1);
-    const fields: ResultField[] = [];
-    while (at(k) !== "}") {
-      let alias: string;
-      if (at(k) === '"') {
-        const close = text.indexOf('"', k + 1);
-        if (close < 0) {
-          problems.push({ message: "unterminated field name", offset: k });
-          return undefined;
-        }
-        alias = text.slice(k + 1, close);
-        k = close + 1;
+  for (let i = 0; i < tokens.length; ) {
+    const token = tokens[i]!;
+    if (isParameter(tokens, i)) {
+      const nameToken = tokens[i + 2]!;
+      const name = text.slice(nameToken.start, nameToken.end);
+      if (SIMPLE_NAME.test(name)) {
+        params.push({ name, offset: token.start });
+        edits.push({ origStart: token.start, origEnd: tokens[i + 3]!.end, text: `$${names.param(name)}` });
       } else {
-        [alias, k] = readName(k);
-        if (alias === "") {
-          problems.push({ message: `expected a field name, or "}" to end result(?${label}) { … }`, offset: k });
-          return undefined;
-        }
+        problems.push({ message: "expected ${name} with a parameter name made of letters, digits and _", offset: token.start });
       }
-      let field = alias;
-      k = skipSpace(k);
-      if (at(k) === ":") {
-        k = skipSpace(k + 1);
-        [field, k] = readName(k);
-        if (field === "") {
-          problems.push({ message: `expected the entity field after "${alias}:"`, offset: k });
-          return undefined;
-        }
-        k = skipSpace(k);
+      i += 4;
+    } else if (opensResult(tokens, i)) {
+      const read = readResultConstruct(tokens, i, text, error);
+      problems.push(...read.problems);
+      if (read.use === undefined) {
+        i++; // the problem is reported; the rest is read as it is
+        continue;
       }
-      if (fields.some((f) => f.alias === alias)) problems.push({ message: `field "${alias}" appears twice in result(?${label})`, offset: k });
-      fields.push({ alias, field });
-      if (at(k) === ",") k = skipSpace(k + 1);
-      else if (at(k) !== "}") {
-        problems.push({ message: `expected "," or "}" after field "${alias}"`, offset: k });
-        return undefined;
-      }
-    }
-    return { use: { label, fields, offset: start }, end: k + 1 };
+      results.push(read.use);
+      const spec = read.use.fields.map((f) => `[${JSON.stringify(f.alias)}, ${JSON.stringify(f.field)}]`).join(", ");
+      edits.push({ origStart: token.start, origEnd: tokens[read.next - 1]!.end, text: `$${names.result}(${JSON.stringify(read.use.label)}, [${spec}])` });
+      i = read.next;
+    } else i++;
   }
-
+  // The text after a lexical error is left as it is: JSONata, reading the same text, reports that
+  // error itself (problems here are about the extension only).
   let source = "";
   let last = 0;
   const segments: { newStart: number; newEnd: number; origStart: number; origEnd: number }[] = [];
@@ -199,6 +130,7 @@ export function rewriteTransform(text: string): Rewritten {
     params,
     results,
     problems,
+    names,
     originalOffset(offset) {
       let shift = 0;
       for (const s of segments) {

@@ -1,6 +1,6 @@
 import jsonata from "jsonata";
 import { ProblemError, type ProblemDetail } from "../errors.js";
-import { paramVariable, positionAt, RESULT_FUNCTION, rewriteTransform, type ResultUse, type Rewritten } from "./rewrite.js";
+import { positionAt, rewriteTransform, type ResultUse, type Rewritten } from "./rewrite.js";
 
 export interface TransformLimits {
   /** Wall-clock limit for one evaluation, awaited sub-queries included. */
@@ -105,19 +105,20 @@ export async function evaluateTransform(transform: CompiledTransform, input: Tra
   const timelines = input.timelines ?? new Map<string, Map<string, unknown>>();
   const bindings: Record<string, unknown> = {
     ...input.bindings,
-    [RESULT_FUNCTION]: (label: string, fields: [string, string][]) =>
+    [transform.rewritten.names.result]: (label: string, fields: [string, string][]) =>
       (input.queryOutput[label] ?? []).map((entity) => {
         const record = entity as Record<string, unknown>;
         return Object.fromEntries(
           fields.map(([alias, field]) => {
             const timeline = field === "id" ? timelines.get(alias) : undefined;
-            return [alias, timeline !== undefined ? (timeline.get(String(record.id)) ?? null) : (record[field] ?? null)];
+            // Own fields only: `constructor` or `__proto__` name attributes, never the object's prototype.
+            return [alias, timeline !== undefined ? (timeline.get(String(record.id)) ?? null) : Object.hasOwn(record, field) ? (record[field] ?? null) : null];
           }),
         );
       }),
   };
   if (input.events !== undefined) bindings[EVENTS_FUNCTION] = input.events;
-  for (const name of transform.params) bindings[paramVariable(name)] = input.params[name];
+  for (const name of transform.params) bindings[transform.rewritten.names.param(name)] = input.params[name];
 
   let timer: NodeJS.Timeout | undefined;
   const evaluation = transform.expression.evaluate(input.queryOutput, bindings);
