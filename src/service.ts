@@ -51,6 +51,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     server,
     async listen() {
       const address = await server.listen({ port: config.port, host: config.host });
+      services.transforms.warm();
       // CAMUNDA_URL / ZEEBE_ADDRESS set: the workers run beside the REST server.
       workers.push(...startWorkers(config, services, logger, metrics));
       return address;

@@ -85,6 +85,11 @@ export class TransformPool {
     return this.pool;
   }
 
+  /** Starts the processes now rather than with the first transform (a server about to take requests). */
+  warm(): void {
+    if (!this.closed) void this.tinypool;
+  }
+
   /**
    * Evaluates a compiled transform in a child process. Any limit reached is a 422 TRANSFORM_FAILED
    * naming the limit's setting; a full queue is a 503 (retry later).
