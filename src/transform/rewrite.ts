@@ -60,6 +60,11 @@ export interface Rewritten {
   names: GeneratedNames;
   /** Maps an offset in `source` to the offset in the original text. */
   originalOffset(offset: number): number;
+  /**
+   * Where the token JSONata's tokenizer refuses starts, in the original text: JSONata itself points
+   * past the end for an unclosed string, name, comment or regular expression.
+   */
+  lexicalErrorStart?: number;
 }
 
 interface Edit {
@@ -126,6 +131,7 @@ export function rewriteTransform(text: string): Rewritten {
   source += text.slice(last);
 
   return {
+    ...(error !== undefined ? { lexicalErrorStart: error.start } : {}),
     source,
     params,
     results,

@@ -33,11 +33,16 @@ interface JsonataError {
   message?: string;
 }
 
+/** JSONata's codes for a string, quoted name, comment or regular expression left open. */
+const UNCLOSED = new Set(["S0101", "S0105", "S0106", "S0302"]);
+
 function detail(text: string, rewritten: Rewritten, err: JsonataError, fallback: string): ProblemDetail {
   // JSONata reports the offset just past the token; the token's start is what a reader looks for.
   let offset = err.position;
   if (offset !== undefined && err.token !== undefined && rewritten.source.slice(offset - err.token.length, offset) === err.token) offset -= err.token.length;
-  const position = typeof offset === "number" ? positionAt(text, rewritten.originalOffset(Math.max(0, offset))) : undefined;
+  let original = typeof offset === "number" ? rewritten.originalOffset(Math.max(0, offset)) : undefined;
+  if (err.code !== undefined && UNCLOSED.has(err.code) && rewritten.lexicalErrorStart !== undefined) original = rewritten.lexicalErrorStart;
+  const position = original !== undefined ? positionAt(text, original) : undefined;
   return {
     path: "transform",
     message: err.message ?? fallback,

@@ -23,6 +23,20 @@ async function evaluate(text: string, params: Record<string, unknown> = {}, quer
 const problemsOf = (text: string): ProblemDetail[] => compileTransform(text, LIMITS).problems;
 
 describe("transform rewrite", () => {
+  it("points an unclosed string, name, comment or regex at where it opens, not at the end of the text", () => {
+    const cases: [string, string, number, number][] = [
+      ['{\n  "a": 1,\n  "b": "open\n}', "S0101", 3, 8],
+      ["{\n  \"a\": `open\n}", "S0105", 2, 8],
+      ["1 +\n /* no end\n 2", "S0106", 2, 2],
+      ['$match("x",\n  /open)', "S0302", 2, 3],
+    ];
+    for (const [text, code, line, column] of cases) {
+      const { problems } = compileTransform(text, { timeoutMs: 0, maxDepth: 100, maxSequence: 1000 });
+      expect(problems, text).to.have.length(1);
+      expect(problems[0], text).to.include({ jsonataCode: code, line, column });
+    }
+  });
+
   describe("never reads the extension inside a regular expression", () => {
     it("leaves ${p} in a string after a regular expression holding a quote as the string's text", async () => {
       const text = '[$contains("a\\"b", /"/), "literal ${p}"]';
@@ -128,9 +142,9 @@ describe("transform rewrite", () => {
   });
 
   describe("leaves an unterminated string, comment or regular expression to JSONata, at its place in the text as written", () => {
-    it("a string: JSONata places it at the end of the text", () => {
+    it("a string: at its opening quote (JSONata itself points past the end of the text)", () => {
       expect(problemsOf('${p} & "abc\n& 1')).to.deep.equal([
-        { path: "transform", message: "String literal must be terminated by a matching quote", line: 2, column: 4, jsonataCode: "S0101" },
+        { path: "transform", message: "String literal must be terminated by a matching quote", line: 1, column: 8, jsonataCode: "S0101" },
       ]);
     });
 
@@ -140,9 +154,9 @@ describe("transform rewrite", () => {
       ]);
     });
 
-    it("a regular expression: at the end of the text", () => {
+    it("a regular expression: at its opening slash", () => {
       expect(problemsOf("$match(${p}, /ab")).to.deep.equal([
-        { path: "transform", message: "No terminating / in regular expression", line: 1, column: 17, jsonataCode: "S0302" },
+        { path: "transform", message: "No terminating / in regular expression", line: 1, column: 14, jsonataCode: "S0302" },
       ]);
     });
 
