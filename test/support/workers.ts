@@ -7,6 +7,7 @@ import type { Services } from "../../src/services.js";
 import knexFactory from "knex";
 import { createServices } from "../../src/services.js";
 import type { Config } from "../../src/config.js";
+import type { InHandKey } from "../../src/tasks/in-hand.js";
 
 /**
  * The example definition with a transform that takes a couple of seconds (JSONata yields to the
@@ -65,4 +66,10 @@ export function expectCompletedWhileStopping(lines: string[]): void {
   expect(text.indexOf("shutting down"), text).to.be.greaterThanOrEqual(0);
   expect(text.indexOf('"outcome":"completed"'), text).to.be.greaterThan(text.indexOf("shutting down"));
   expect(text.indexOf('"message":"stopped"'), text).to.be.greaterThan(text.indexOf('"outcome":"completed"'));
+}
+
+/** A task's row in tasks_in_hand, or undefined when it has none. */
+export async function inHandRow(knex: Database["knex"], key: InHandKey): Promise<{ worker_id: string; topic: string; attempts: number } | undefined> {
+  const rows: { worker_id: string; topic: string; attempts: number }[] = await knex("tasks_in_hand").where({ engine: key.engine, task_key: key.taskKey }).select("worker_id", "topic", "attempts");
+  return rows[0];
 }
