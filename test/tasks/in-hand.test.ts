@@ -5,7 +5,12 @@ import { describeEachBackend } from "../support/backends.js";
 import { inHandRow as rowOf } from "../support/workers.js";
 
 describeEachBackend("tasks in hand (storage)", (ctx) => {
-  const key = (): InHandKey => ({ engine: "camunda7", taskKey: randomUUID() });
+  const keys: string[] = [];
+  const key = (): InHandKey => {
+    keys.push(randomUUID());
+    return { engine: "camunda7", taskKey: keys.at(-1)! };
+  };
+  after(() => ctx.db.knex("tasks_in_hand").whereIn("task_key", keys.splice(0)).del());
 
   it("records a first take as attempt 1 of its worker", async () => {
     const task = key();
@@ -32,7 +37,7 @@ describeEachBackend("tasks in hand (storage)", (ctx) => {
   });
 
   it("keeps one engine's task apart from the other engine's task of the same key", async () => {
-    const taskKey = randomUUID();
+    const { taskKey } = key();
     await takeInHand(ctx.db.knex, { engine: "camunda7", taskKey, topic: "api-request", workerId: "w1" });
     const zeebe = await takeInHand(ctx.db.knex, { engine: "zeebe", taskKey, topic: "api-request", workerId: "w2" });
     expect([zeebe.workerId, zeebe.attempts]).to.deep.equal(["w2", 1]);

@@ -29,7 +29,7 @@ describe("Zeebe worker against a real engine", function () {
   let tenant: string;
   const workers: RunningWorker[] = [];
   const start = (s: Services, logs = new MemoryTransport(), address = engine.address, metrics?: Metrics) => {
-    workers.push(startZeebeWorker(s, { address, timeoutMs: 20_000 }, createLogger("info", [logs]), metrics));
+    workers.push(startZeebeWorker(s, { address, database: db.knex, timeoutMs: 20_000 }, createLogger("info", [logs]), metrics));
     return logs;
   };
 
