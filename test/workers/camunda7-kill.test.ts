@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { expect } from "chai";
 import { loadConfig } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
@@ -88,6 +89,21 @@ describe("Camunda 7 worker processes that end with a task in hand", function () 
       await waitUntil(async () => (await heldBy(taskId)) === undefined, "row dropped at the incident");
     } finally {
       await cleanUp(id, taskId);
+    }
+  });
+
+  it("drops the rows older than 7 days when the workers start", async () => {
+    const [stale, fresh] = [randomUUID(), randomUUID()];
+    await db.knex("tasks_in_hand").insert([
+      { engine: "camunda7", task_key: stale, worker_id: "gone", topic: "api-request", started_at: new Date(Date.now() - 8 * 24 * 3600 * 1000) },
+      { engine: "camunda7", task_key: fresh, worker_id: "gone", topic: "api-request", started_at: new Date(Date.now() - 6 * 24 * 3600 * 1000) },
+    ]);
+    try {
+      await startWorker();
+      expect(await heldBy(stale)).to.equal(undefined);
+      expect(await heldBy(fresh)).to.equal("gone");
+    } finally {
+      await db.knex("tasks_in_hand").whereIn("task_key", [stale, fresh]).del();
     }
   });
 
