@@ -62,7 +62,8 @@ export async function takeTask(options: TakeOptions, task: TakenTask, run: () =>
   if (row.workerId !== options.workerId) {
     const message = `the worker handling this task (${row.workerId}) ended (crash, out of memory or kill) before reporting; attempt ${row.attempts}, not run again`;
     const details =
-      `Worker process ${row.workerId} took this task at ${row.startedAt.toISOString()} and ended without reporting an outcome. ` +
+      `Worker process ${row.workerId} took this task at ${row.startedAt.toISOString()} and ended without reporting an outcome ` +
+      "(or lost the task while running it: its lock or job timeout lapsed). " +
       "The task may have ended it, so it is not run again: it is failed at each meeting until the engine raises an incident. " +
       "Retrying it after the incident runs it afresh.";
     const report = failureReport(WORKER_ENDED, message, details, task.retries, options.defaultRetries);
@@ -76,7 +77,7 @@ export async function takeTask(options: TakeOptions, task: TakenTask, run: () =>
     });
     return {
       report,
-      // At zero retries the engine raises the incident; its row would keep failing a retry.
+      // At zero retries the engine raises the incident; kept, the row would fail an operator's retry unrun.
       settle: async (reported) => {
         if (reported && report.retries === 0) await quietly(options, task, () => forgetInHand(options.knex, key));
       },

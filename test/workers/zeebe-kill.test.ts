@@ -64,6 +64,7 @@ describe("Zeebe worker processes that end with a job in hand", function () {
 
       // The model gives the job 3 retries: failed with 2, 1 and 0 left, with back-offs of 1, 2 and 4 s.
       const failed = await jobsOf("FAILED");
+      expect(failed.map((r) => r.value.worker)).to.deep.equal([second.workerId, second.workerId, second.workerId]);
       expect(failed.map((r) => [r.value.retries, r.value.retryBackoff])).to.deep.equal([
         [2, 1000],
         [1, 2000],
