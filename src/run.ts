@@ -15,7 +15,13 @@ export async function runService(config: Config, logger: Logger, afterStart?: (s
     logger.info("shutting down: no new work is taken, work in flight is finished", { signal });
     const deadline = setTimeout(() => {
       logger.error("shutdown timed out; exiting with work still in flight", { timeoutMs: config.shutdownTimeoutMs });
-      process.exit(1);
+      // The tasks still in hand did not end the process: their rows go (within 2 s), so the next
+      // worker runs them instead of failing them as tasks that ended their worker.
+      const released = (state.starting ?? Promise.reject(new Error("not started"))).then((service) => service.abandon());
+      const bounded = new Promise((resolve) => setTimeout(resolve, 2000).unref());
+      Promise.race([released, bounded])
+        .catch((err: unknown) => logger.error("could not release the tasks in hand", { error: err instanceof Error ? err.message : String(err) }))
+        .finally(() => process.exit(1));
     }, config.shutdownTimeoutMs);
     deadline.unref();
     (state.starting ?? Promise.reject(new Error("not started")))

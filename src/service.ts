@@ -5,6 +5,7 @@ import { buildServer, type App } from "./http/server.js";
 import type { Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { createServices, type Services } from "./services.js";
+import { releaseAllInHand, removeStaleInHand } from "./tasks/in-hand.js";
 import { startCamunda7Worker, type RunningWorker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker } from "../workers/zeebe/worker.js";
 
@@ -17,7 +18,15 @@ export interface Service {
   listen(): Promise<string>;
   /** Stops taking new work, waits for work in flight, then closes the database. */
   close(): Promise<void>;
+  /**
+   * Before exiting with tasks still in hand (the shutdown deadline passed): drops their rows in
+   * `tasks_in_hand`, so they are run again rather than taken for tasks that ended the process.
+   */
+  abandon(): Promise<void>;
 }
+
+/** Rows of `tasks_in_hand` older than this are dropped when the workers start. */
+export const TASKS_IN_HAND_HORIZON_MS = 7 * 24 * 3600 * 1000;
 
 export async function createService(config: Config, logger: Logger): Promise<Service> {
   if (config.auth.disabled && config.role === "server") {
@@ -53,7 +62,13 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
       const address = await server.listen({ port: config.port, host: config.host });
       services.transforms.warm();
       // CAMUNDA_URL / ZEEBE_ADDRESS set: the workers run beside the REST server.
-      workers.push(...startWorkers(config, services, logger, metrics));
+      if (config.camundaUrl !== undefined || config.zeebeAddress !== undefined) {
+        await removeStaleInHand(db.knex, new Date(Date.now() - TASKS_IN_HAND_HORIZON_MS)).then(
+          (removed) => removed > 0 && logger.info("dropped stale rows of tasks_in_hand", { removed }),
+          (err: unknown) => logger.warn("could not drop stale rows of tasks_in_hand", { error: err instanceof Error ? err.message : String(err) }),
+        );
+      }
+      workers.push(...startWorkers(config, services, db, logger, metrics));
       return address;
     },
     close() {
@@ -67,6 +82,9 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
         }
       })();
       return closing;
+    },
+    async abandon() {
+      await releaseAllInHand(db.knex, workers.map((w) => w.inHandId));
     },
   };
 }
@@ -84,12 +102,13 @@ export function redactUrl(url: string | undefined): string | undefined {
 }
 
 /** The process-engine workers the configuration asks for. */
-function startWorkers(config: Config, services: Services, logger: Logger, metrics: Metrics): RunningWorker[] {
+function startWorkers(config: Config, services: Services, db: Database, logger: Logger, metrics: Metrics): RunningWorker[] {
   const w = config.workers;
   const started: RunningWorker[] = [];
   if (config.camundaUrl !== undefined) {
     const options = {
       baseUrl: config.camundaUrl,
+      database: db.knex,
       topics: { apiRequest: w.apiRequestTopic, calculateSeries: w.calculateSeriesTopic },
       maxTasks: w.maxTasks,
       lockDurationMs: w.lockDurationMs,
@@ -101,6 +120,7 @@ function startWorkers(config: Config, services: Services, logger: Logger, metric
   if (config.zeebeAddress !== undefined) {
     const options = {
       address: config.zeebeAddress,
+      database: db.knex,
       tls: config.zeebeTls,
       ...(config.zeebeRootCertPath !== undefined ? { rootCertPath: config.zeebeRootCertPath } : {}),
       jobTypes: { apiRequest: w.apiRequestTopic, calculateSeries: w.calculateSeriesTopic },

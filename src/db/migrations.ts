@@ -87,4 +87,22 @@ export const migrations: Migration[] = [
       )`,
     ],
   },
+  {
+    id: "002_tasks_in_hand",
+    statements: [
+      // The process-engine tasks a worker process has in hand (src/tasks/in-hand.ts): a row left by
+      // a process that ended marks a task that may have ended it. Keyed by engine, not tenant: a
+      // task is taken before its tenant is known, and its key is unique per engine.
+      `create table tasks_in_hand (
+        engine text not null,
+        task_key text not null,
+        worker_id text not null,
+        topic text not null,
+        attempts integer not null default 1,
+        started_at timestamptz not null default now(),
+        primary key (engine, task_key),
+        constraint tasks_in_hand_engine check (engine in ('camunda7', 'zeebe'))
+      )`,
+    ],
+  },
 ];

@@ -28,6 +28,7 @@ describeEachBackend("schema", (ctx) => {
       "events",
       "links",
       "schema_migrations",
+      "tasks_in_hand",
     ]);
   });
 
@@ -48,6 +49,8 @@ describeEachBackend("schema", (ctx) => {
       "USING btree (tenant, id)",
       "USING btree (tenant, external_id)",
     ]);
+    // Engine tasks are taken before their tenant is known: keyed by the engine's own key.
+    expect(await indexDefinitions(knex, "tasks_in_hand")).to.have.members(["USING btree (engine, task_key)"]);
   });
 
   it("records every migration once and does nothing on a second run", async () => {

@@ -41,8 +41,8 @@ describe("operations endpoints", function () {
     const silent = createLogger("silent");
     const services = createServices(ready.config, db);
     const workers = [
-      startCamunda7Worker(services, { baseUrl: "http://127.0.0.1:1/engine-rest", asyncResponseTimeoutMs: 500 }, silent),
-      startZeebeWorker(services, { address: "127.0.0.1:1" }, silent),
+      startCamunda7Worker(services, { baseUrl: "http://127.0.0.1:1/engine-rest", database: db.knex, asyncResponseTimeoutMs: 500 }, silent),
+      startZeebeWorker(services, { address: "127.0.0.1:1", database: db.knex }, silent),
     ];
     const down = await testServer(db, {}, workers);
     try {

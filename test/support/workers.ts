@@ -7,6 +7,9 @@ import type { Services } from "../../src/services.js";
 import knexFactory from "knex";
 import { createServices } from "../../src/services.js";
 import type { Config } from "../../src/config.js";
+import type { InHandKey } from "../../src/tasks/in-hand.js";
+import { TEST_DATABASE_URL } from "./backends.js";
+import { freePort, startNode, type RunningProcess } from "./process.js";
 
 /**
  * The example definition with a transform that takes a couple of seconds (JSONata yields to the
@@ -19,8 +22,18 @@ export const SLOW_DEFINITION = {
 };
 
 /**
+ * A transform of some 11 s (measured: 3.7 µs a step): surely in hand when its worker is killed,
+ * yet short enough that a run of it would show as a completion within a test.
+ */
+export const LONG_DEFINITION = {
+  ...EXAMPLE_DEFINITION,
+  externalId: "long-access-points",
+  transform: '( $loop := function($i){ $i < 3000000 ? $loop($i + 1) : $i }; { "accessPoints": result(?accessPoint) { externalId }, "steps": $loop(0) } )',
+};
+
+/**
  * What the workers' end-to-end tests run against in one tenant: agreement AGR-1 with two access
- * points and AGR-EMPTY with none, the example and the slow API definitions, and the calculation
+ * points and AGR-EMPTY with none, the example, the slow and the long API definitions, and the calculation
  * `doubled` (a VALUE input times two).
  */
 export async function seedWorkerTenant(services: Services, db: Database, tenant: string): Promise<void> {
@@ -32,6 +45,7 @@ export async function seedWorkerTenant(services: Services, db: Database, tenant:
   await createLinks(db.knex, tenant, links);
   await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
   await services.apiDefinitions.create(tenant, SLOW_DEFINITION);
+  await services.apiDefinitions.create(tenant, LONG_DEFINITION);
   await services.calculations.create(tenant, {
     externalId: "doubled",
     calculationType: "EXPRESSION",
@@ -65,4 +79,39 @@ export function expectCompletedWhileStopping(lines: string[]): void {
   expect(text.indexOf("shutting down"), text).to.be.greaterThanOrEqual(0);
   expect(text.indexOf('"outcome":"completed"'), text).to.be.greaterThan(text.indexOf("shutting down"));
   expect(text.indexOf('"message":"stopped"'), text).to.be.greaterThan(text.indexOf('"outcome":"completed"'));
+}
+
+/** A task's row in tasks_in_hand, or undefined when it has none. */
+export async function inHandRow(knex: Database["knex"], key: InHandKey): Promise<{ worker_id: string; topic: string; attempts: number } | undefined> {
+  const rows: { worker_id: string; topic: string; attempts: number }[] = await knex("tasks_in_hand").where({ engine: key.engine, task_key: key.taskKey }).select("worker_id", "topic", "attempts");
+  return rows[0];
+}
+
+/**
+ * `npm run worker` as a child process on the test database, with a 2 s lock / job timeout, two
+ * default retries and room for long transforms; answers once its worker has started, with the
+ * worker id it logged.
+ */
+export async function startWorkerProcess(env: Record<string, string>): Promise<{ process: RunningProcess; workerId: string }> {
+  const child = startNode("dist/src/worker.js", {
+    DATABASE_URL: TEST_DATABASE_URL,
+    PORT: String(await freePort()),
+    HOST: "127.0.0.1",
+    TRANSFORM_TIMEOUT_MS: "60000",
+    WORKER_LOCK_DURATION_MS: "2000",
+    WORKER_DEFAULT_RETRIES: "2",
+    ...env,
+  });
+  try {
+    const started = JSON.parse(await child.waitFor(/worker started/)) as { workerId: string };
+    return { process: child, workerId: started.workerId };
+  } catch (err) {
+    child.kill();
+    throw err;
+  }
+}
+
+/** The `task` log lines of a worker process, parsed. */
+export function processTaskLines(lines: string[]): Record<string, unknown>[] {
+  return lines.filter((l) => l.includes('"message":"task"')).map((l) => JSON.parse(l) as Record<string, unknown>);
 }

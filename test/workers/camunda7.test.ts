@@ -24,7 +24,7 @@ describe("Camunda 7 worker against a real engine", function () {
   const workers: RunningWorker[] = [];
   const metrics = new Metrics();
   const start = (s: Services, logs = new MemoryTransport(), options: Partial<Camunda7WorkerOptions> = {}) => {
-    const worker = startCamunda7Worker(s, { baseUrl: engine.baseUrl, asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000, ...options }, createLogger("info", [logs]), metrics);
+    const worker = startCamunda7Worker(s, { baseUrl: engine.baseUrl, database: db.knex, asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000, ...options }, createLogger("info", [logs]), metrics);
     workers.push(worker);
     return { worker, logs };
   };

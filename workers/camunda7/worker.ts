@@ -1,14 +1,18 @@
 import { Client, Variables, type Task, type TaskService } from "camunda-external-task-client-js";
+import type { Knex } from "knex";
 import type { Logger } from "../../src/logger.js";
-import type { TaskMetrics, TaskOutcomeKind } from "../../src/metrics.js";
+import type { TaskMetrics } from "../../src/metrics.js";
 import type { Services } from "../../src/services.js";
-import { defaultWorkerId, nextAttempt, reconnectDelayMs, taskOutcome } from "../../src/tasks/outcome.js";
+import { defaultWorkerId, reconnectDelayMs } from "../../src/tasks/outcome.js";
+import { describeReport, failureReport, inHandWorkerId, takeTask, UNREPORTED, type Handled, type TaskReport } from "../../src/tasks/take.js";
 import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
 
 /** Settings of the Camunda 7 external-task worker. */
 export interface Camunda7WorkerOptions {
   /** Camunda 7 REST base, e.g. http://localhost:8080/engine-rest. */
   baseUrl: string;
+  /** Where the tasks in hand are recorded (`tasks_in_hand`), so a task that ends the process is not run for ever. */
+  database: Knex;
   /** Unique per process; default `<host>-<pid>-<random>`. */
   workerId?: string;
   /** Topic names; default `api-request` and `calculate-series`. */
@@ -26,6 +30,8 @@ export interface Camunda7WorkerOptions {
 export interface RunningWorker {
   readonly engine: "camunda7" | "zeebe";
   readonly workerId: string;
+  /** The id its tasks in hand are recorded under (`tasks_in_hand.worker_id`), unique per process. */
+  readonly inHandId: string;
   /** Resolves when the engine answers; rejects saying why not (the readiness check). */
   check(): Promise<void>;
   /** Stops fetching, lets the fetch in progress and the tasks in hand finish. */
@@ -39,11 +45,14 @@ type Handler = (services: Services, variables: Record<string, unknown>, context:
  * Every task taken is always completed, or reported as a BPMN error (a 4xx problem) or as a
  * failure with decreasing retries and a growing back-off; if even the report fails, the lock
  * simply expires and the engine hands the task out again — it is never left silently locked.
+ * A task is recorded in hand before it runs; one a process ended with is failed, not run (take.ts).
  */
 export function startCamunda7Worker(services: Services, options: Camunda7WorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
   const workerId = options.workerId ?? defaultWorkerId();
+  const inHandId = inHandWorkerId(workerId, options.workerId !== undefined);
   const lockDuration = options.lockDurationMs ?? 30_000;
   const defaultRetries = options.defaultRetries ?? 3;
+  const take = { knex: options.database, engine: "camunda7" as const, workerId: inHandId, defaultRetries, logger };
   const maxTasks = options.maxTasks ?? 10;
   const client = new Client({
     baseUrl: options.baseUrl,
@@ -102,51 +111,37 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       const keepLocked = setInterval(() => {
         taskService.extendLock(task, lockDuration).catch((err: unknown) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
       }, Math.max(100, lockDuration / 3));
-      let outcome = "completed";
-      let kind: TaskOutcomeKind = "completed";
-      let code: string | undefined;
-      let tenant: string | null = task.tenantId ?? null;
-      // Exactly one report per task: complete, a BPMN error, or a failure (retried).
-      let report: () => Promise<void>;
-      const fail = (errorMessage: string, errorDetails: string) => {
-        const { retries, backOffMs } = nextAttempt(task.retries, defaultRetries);
+      const variables = task.variables.getAll() as Record<string, unknown>;
+      const tenant = (typeof variables.tenantId === "string" ? variables.tenantId : null) ?? task.tenantId ?? null;
+      const fail = (failure: TaskReport & { kind: "failure" }) =>
         // The engine keeps at most 666 characters of the message (the details are unbounded).
-        return taskService.handleFailure(task, { errorMessage: errorMessage.slice(0, 600), errorDetails, retries, retryTimeout: backOffMs });
-      };
+        taskService.handleFailure(task, { errorMessage: failure.message.slice(0, 600), errorDetails: failure.details, retries: failure.retries, retryTimeout: failure.backOffMs });
+      let handled: Handled | undefined;
+      let view = UNREPORTED;
+      let reported = false;
       try {
-        const variables = task.variables.getAll() as Record<string, unknown>;
-        tenant = (typeof variables.tenantId === "string" ? variables.tenantId : null) ?? tenant;
-        const output = await handler(services, variables, { tenant: task.tenantId });
-        report = async () => {
+        handled = await takeTask(take, { key: task.id, topic, retries: task.retries }, () => handler(services, variables, { tenant: task.tenantId }));
+        // Exactly one report per task: complete, a BPMN error, or a failure (retried).
+        const report = handled.report;
+        view = describeReport(report);
+        if (report.kind === "bpmnError") await taskService.handleBpmnError(task, report.code, report.message);
+        else if (report.kind === "failure") await fail(report);
+        else {
           try {
-            await taskService.complete(task, jsonVariables(output));
+            await taskService.complete(task, jsonVariables(report.output));
           } catch (err) {
             // The engine refused the completion (e.g. the model's next gateway fails on the result):
             // a failure, counted down to an incident, rather than a task re-run at every lock expiry.
             if (!isEngineAnswer(err)) throw err;
-            outcome = "failure COMPLETION_REFUSED";
-            kind = "failure";
-            code = "COMPLETION_REFUSED";
             const message = `the engine refused the completion: ${err instanceof Error ? err.message : String(err)}`;
-            await fail(message, message);
+            const refused = failureReport("COMPLETION_REFUSED", message, message, task.retries, defaultRetries);
+            view = describeReport(refused);
+            await fail(refused);
           }
-        };
-      } catch (err) {
-        const result = taskOutcome(err);
-        outcome = result.kind === "bpmnError" ? `bpmnError ${result.code}` : `failure ${result.code}`;
-        kind = result.kind;
-        code = result.code;
-        if (result.kind === "bpmnError") {
-          report = () => taskService.handleBpmnError(task, result.code, result.message);
-        } else {
-          report = () => fail(result.message, err instanceof Error ? (err.stack ?? err.message) : String(err));
         }
-      }
-      try {
-        await report();
+        reported = true;
       } catch (reportErr) {
-        outcome = "unreported";
-        kind = "unreported";
+        view = UNREPORTED;
         logger.error("could not report the task's outcome; its lock will expire and the engine will hand it out again", {
           engine: "camunda7",
           topic,
@@ -155,9 +150,10 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
         });
       } finally {
         clearInterval(keepLocked);
+        await handled?.settle(reported);
         inFlight--;
-        metrics?.finished("camunda7", topic, kind, code, (performance.now() - started) / 1000);
-        logger.info("task", { engine: "camunda7", topic, taskId: task.id, tenant, outcome, retries: task.retries ?? null, durationMs: Math.round(performance.now() - started) });
+        metrics?.finished("camunda7", topic, view.kind, view.code, (performance.now() - started) / 1000);
+        logger.info("task", { engine: "camunda7", topic, taskId: task.id, tenant, outcome: view.outcome, retries: task.retries ?? null, durationMs: Math.round(performance.now() - started) });
         settle();
       }
     });
@@ -170,6 +166,7 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
   return {
     engine: "camunda7",
     workerId,
+    inHandId,
     async check() {
       const res = await fetch(`${options.baseUrl}/engine`, { signal: AbortSignal.timeout(2000) });
       if (!res.ok) throw new Error(`Camunda 7 answered ${res.status}`);

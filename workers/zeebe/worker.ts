@@ -1,8 +1,10 @@
 import { Camunda8, Zeebe } from "@camunda8/sdk";
+import type { Knex } from "knex";
 import type { Logger } from "../../src/logger.js";
-import type { TaskMetrics, TaskOutcomeKind } from "../../src/metrics.js";
+import type { TaskMetrics } from "../../src/metrics.js";
 import type { Services } from "../../src/services.js";
-import { defaultWorkerId, nextAttempt, reconnectDelayMs, taskOutcome } from "../../src/tasks/outcome.js";
+import { defaultWorkerId, reconnectDelayMs } from "../../src/tasks/outcome.js";
+import { describeReport, inHandWorkerId, takeTask, UNREPORTED, type Handled } from "../../src/tasks/take.js";
 import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
 import type { RunningWorker } from "../camunda7/worker.js";
 
@@ -10,6 +12,8 @@ import type { RunningWorker } from "../camunda7/worker.js";
 export interface ZeebeWorkerOptions {
   /** Gateway `host:port`. */
   address: string;
+  /** Where the jobs in hand are recorded (`tasks_in_hand`), so a job that ends the process is not run for ever. */
+  database: Knex;
   /** TLS to the gateway; default plaintext. */
   tls?: boolean;
   /** PEM file of the CA that signed the gateway's certificate (a private CA); default the public CAs. */
@@ -70,7 +74,8 @@ export function zeebeClient(options: Pick<ZeebeWorkerOptions, "address" | "tls" 
 /**
  * Job workers for the two job types through @camunda8/sdk: a job is completed with the output
  * variables, or ends in a BPMN error with the §7 code (a 4xx problem, which a boundary event
- * catches), or in `job.fail` with one retry fewer and a growing back-off.
+ * catches), or in `job.fail` with one retry fewer and a growing back-off. A job is recorded in
+ * hand before it runs; one a process ended with is failed, not run (src/tasks/take.ts).
  */
 export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
   const zeebe = zeebeClient(options);
@@ -78,6 +83,8 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
   const probe = zeebeClient(options, false);
   const defaultRetries = options.defaultRetries ?? 3;
   const workerId = options.workerId ?? defaultWorkerId();
+  const inHandId = inHandWorkerId(workerId, options.workerId !== undefined);
+  const take = { knex: options.database, engine: "zeebe" as const, workerId: inHandId, defaultRetries, logger };
   const answers = () =>
     Promise.race([
       probe.topology(),
@@ -137,43 +144,33 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
       taskHandler: async (job) => {
         const started = performance.now();
         metrics?.fetched("zeebe", taskType);
-        let kind: TaskOutcomeKind = "completed";
-        let code: string | undefined;
         const engineTenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
         const variables = job.variables as Record<string, unknown>;
         const tenant = (typeof variables.tenantId === "string" ? variables.tenantId : engineTenant) ?? null;
-        let outcome = "completed";
-        // Exactly one job action per job: complete, error (a BPMN error) or fail (retried).
-        let report: () => ReturnType<typeof job.complete>;
+        let handled: Handled | undefined;
+        let view = UNREPORTED;
+        let reported = false;
         try {
-          const output = await handler(services, variables, { tenant: engineTenant });
-          report = () => job.complete(output as Parameters<typeof job.complete>[0]);
-        } catch (err) {
-          const result = taskOutcome(err);
-          kind = result.kind;
-          code = result.code;
-          if (result.kind === "bpmnError") {
-            outcome = `bpmnError ${result.code}`;
+          handled = await takeTask(take, { key: job.key, topic: taskType, retries: job.retries }, () => handler(services, variables, { tenant: engineTenant }));
+          // Exactly one job action per job: complete, error (a BPMN error) or fail (retried).
+          const report = handled.report;
+          view = describeReport(report);
+          let acknowledged: typeof JOB_ACTION_ACKNOWLEDGEMENT;
+          if (report.kind === "completed") acknowledged = await job.complete(report.output as Parameters<typeof job.complete>[0]);
+          else if (report.kind === "failure") acknowledged = await job.fail({ errorMessage: report.message, retries: report.retries, retryBackOff: report.backOffMs });
+          else {
             // The SDK's job.error swallows a refused command; the client's throwError does not.
-            report = async () => {
-              try {
-                await zeebe.throwError({ jobKey: job.key, errorCode: result.code, errorMessage: result.message });
-              } finally {
-                job.forward();
-              }
-              return JOB_ACTION_ACKNOWLEDGEMENT;
-            };
-          } else {
-            const { retries, backOffMs } = nextAttempt(job.retries, defaultRetries);
-            outcome = `failure ${result.code}`;
-            report = () => job.fail({ errorMessage: result.message, retries, retryBackOff: backOffMs });
+            try {
+              await zeebe.throwError({ jobKey: job.key, errorCode: report.code, errorMessage: report.message });
+            } finally {
+              job.forward();
+            }
+            acknowledged = JOB_ACTION_ACKNOWLEDGEMENT;
           }
-        }
-        try {
-          return await report();
+          reported = true;
+          return acknowledged;
         } catch (reportErr) {
-          outcome = "unreported";
-          kind = "unreported";
+          view = UNREPORTED;
           logger.error("could not report the job's outcome; it times out and the engine activates it again", {
             engine: "zeebe",
             topic: taskType,
@@ -182,8 +179,9 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
           });
           return JOB_ACTION_ACKNOWLEDGEMENT;
         } finally {
-          metrics?.finished("zeebe", taskType, kind, code, (performance.now() - started) / 1000);
-          logger.info("task", { engine: "zeebe", topic: taskType, taskId: job.key, tenant, outcome, retries: job.retries, durationMs: Math.round(performance.now() - started) });
+          await handled?.settle(reported);
+          metrics?.finished("zeebe", taskType, view.kind, view.code, (performance.now() - started) / 1000);
+          logger.info("task", { engine: "zeebe", topic: taskType, taskId: job.key, tenant, outcome: view.outcome, retries: job.retries, durationMs: Math.round(performance.now() - started) });
         }
       },
     });
@@ -192,10 +190,11 @@ export function startZeebeWorker(services: Services, options: ZeebeWorkerOptions
     workers = [create(options.jobTypes?.apiRequest ?? "api-request", apiRequest), create(options.jobTypes?.calculateSeries ?? "calculate-series", calculateSeries)];
   };
   startJobWorkers();
-  logger.info("zeebe worker started", { engine: "zeebe", address: options.address, tls: options.tls === true, oauth: options.oauth !== undefined });
+  logger.info("zeebe worker started", { engine: "zeebe", workerId, address: options.address, tls: options.tls === true, oauth: options.oauth !== undefined });
   return {
     engine: "zeebe",
     workerId,
+    inHandId,
     async check() {
       await answers();
     },
