@@ -108,8 +108,14 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       metrics?.fetched("camunda7", topic);
       // A task that runs long keeps its lock: extended three times per lock duration, so one slow
       // extension round trip does not let the lock lapse.
+      // Once the outcome is being reported, an extension racing the report would only meet a task
+      // the engine has just closed (404): neither sent nor logged.
+      let reporting = false;
       const keepLocked = setInterval(() => {
-        taskService.extendLock(task, lockDuration).catch((err: unknown) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
+        if (reporting) return;
+        taskService.extendLock(task, lockDuration).catch((err: unknown) => {
+          if (!reporting) logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) });
+        });
       }, Math.max(100, lockDuration / 3));
       const variables = task.variables.getAll() as Record<string, unknown>;
       const tenant = (typeof variables.tenantId === "string" ? variables.tenantId : null) ?? task.tenantId ?? null;
@@ -121,6 +127,8 @@ export function startCamunda7Worker(services: Services, options: Camunda7WorkerO
       let reported = false;
       try {
         handled = await takeTask(take, { key: task.id, topic, retries: task.retries }, () => handler(services, variables, { tenant: task.tenantId }));
+        reporting = true;
+        clearInterval(keepLocked);
         // Exactly one report per task: complete, a BPMN error, or a failure (retried).
         const report = handled.report;
         view = describeReport(report);
