@@ -1,5 +1,22 @@
 import { isOperator, type LexicalError, type Token } from "./lexer.js";
-import type { ResultField, ResultUse, RewriteProblem } from "./rewrite.js";
+
+export interface ResultField {
+  /** Key in each output object. */
+  alias: string;
+  /** Entity field it is taken from (`id`, `type`, `key` or an attribute). */
+  field: string;
+}
+
+export interface ResultUse {
+  label: string;
+  fields: ResultField[];
+  offset: number;
+}
+
+export interface RewriteProblem {
+  message: string;
+  offset: number;
+}
 
 /** What a label or a parameter name may be. */
 export const SIMPLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

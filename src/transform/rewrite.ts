@@ -1,6 +1,8 @@
 import { generatedNames, type GeneratedNames } from "./generatedNames.js";
 import { isOperator, tokenize, type Token } from "./lexer.js";
-import { opensResult, readResultConstruct, SIMPLE_NAME } from "./resultConstruct.js";
+import { opensResult, readResultConstruct, SIMPLE_NAME, type ResultUse, type RewriteProblem } from "./resultConstruct.js";
+
+export type { ResultField, ResultUse, RewriteProblem } from "./resultConstruct.js";
 
 export type { GeneratedNames } from "./generatedNames.js";
 
@@ -30,24 +32,6 @@ export interface TextPosition {
 
 export interface ParamUse {
   name: string;
-  offset: number;
-}
-
-export interface ResultField {
-  /** Key in each output object. */
-  alias: string;
-  /** Entity field it is taken from (`id`, `type`, `key` or an attribute). */
-  field: string;
-}
-
-export interface ResultUse {
-  label: string;
-  fields: ResultField[];
-  offset: number;
-}
-
-export interface RewriteProblem {
-  message: string;
   offset: number;
 }
 
