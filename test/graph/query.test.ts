@@ -118,6 +118,46 @@ describeEachBackend("graph queries", (ctx) => {
     expect(keys(byOwner.s)).to.deep.equal(["s1"]);
   });
 
+  it("binds a value variable used once only where the attribute exists (a null is no value)", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Site", key: "S1", attributes: { city: "Gent" } },
+      { type: "Site", key: "S2" },
+      { type: "Site", key: "S3", attributes: { city: null } },
+    ]);
+    expect(await run(ctx, `Site ?s; attribute:city ?c.`).then((o) => ({ s: keys(o.s), c: o.c }))).to.deep.equal({ s: ["S1"], c: ["Gent"] });
+  });
+
+  it("matches an entity label used as a value against an array attribute holding its id, as a constant does", async () => {
+    const [meter, other] = await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Meter", key: "M1" },
+      { type: "Meter", key: "M2" },
+    ]);
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Site", key: "S1", attributes: { members: [meter!.id] } },
+      { type: "Site", key: "S2", attributes: { members: other!.id } },
+      { type: "Site", key: "S3", attributes: { members: ["nobody"] } },
+    ]);
+    const output = await run(ctx, `Site ?s; attribute:members ?m. Meter ?m.`);
+    expect({ s: keys(output.s), m: keys(output.m) }).to.deep.equal({ s: ["S1", "S2"], m: ["M1", "M2"] });
+    expect(keys((await run(ctx, `Site ?s; attribute:members \${id}.`, { id: meter!.id })).s)).to.deep.equal(["S1"]);
+  });
+
+  it("ranges a value variable over the elements of an array attribute, and joins on them", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Site", key: "S1", attributes: { tags: ["a", "b", null] } },
+      { type: "Site", key: "S2", attributes: { tags: "b" } },
+      { type: "Site", key: "S3", attributes: { tags: [] } },
+      { type: "Tag", key: "T1", attributes: { name: "b" } },
+    ]);
+    const all = await run(ctx, `Site ?s; attribute:tags ?t.`);
+    expect(keys(all.s)).to.deep.equal(["S1", "S2"]);
+    expect([...(all.t as string[])].sort()).to.deep.equal(["a", "b"]);
+    const joined = await run(ctx, `Site ?s; attribute:tags ?t. Tag ?g; attribute:name ?t.`);
+    expect({ s: keys(joined.s), t: joined.t, g: keys(joined.g) }).to.deep.equal({ s: ["S1", "S2"], t: ["b"], g: ["T1"] });
+    const byKey = await run(ctx, `Site ?s; attribute:tags ?t. Tag ?g; entity:key "T1"; attribute:name ?t.`);
+    expect(byKey.t).to.deep.equal(["b"]);
+  });
+
   it("matches parameters holding quotes, %, SQL and unicode literally", async () => {
     const strange = [`O'Brien`, `100%`, `'; drop table entities; --`, `日本 ✓ "q"`, `a_b`];
     await upsertEntities(ctx.db.knex, ctx.tenant, [

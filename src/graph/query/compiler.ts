@@ -152,35 +152,92 @@ export function compileQuery(query: Query): CompiledQuery {
     return conditions;
   };
 
-  // Join order: greedy walk from the most selective entity along links.
+  // Value labels are compared where their uses' entities are placed: the first use placed names
+  // the value (for an attribute, each of its non-null elements: a variable ranges over the values
+  // that make the clause match, as a constant does), every later use must hold it.
+  const valueColumns = new Map<string, string>();
+  const where: string[] = [];
+  let valueCount = 0;
+  const attributeName = (use: ValueUse) => bind(() => (use.clause as AttributeClause).name);
+  const holds = (use: ValueUse, value: string) => {
+    const owner = entities.get(use.owner)!.alias;
+    if (use.clause.kind === "key") return `to_jsonb(${owner}.key) = ${value}`;
+    const name = attributeName(use);
+    // Equal to the value or an array holding it: the same test as a constant's, by the GIN index.
+    return `(${owner}.attributes @> jsonb_build_object(${name}::text, ${value}) or ${owner}.attributes @> jsonb_build_object(${attributeName(use)}::text, jsonb_build_array(${value})))`;
+  };
+  const placeValueUses = (e: EntityLabel) => {
+    for (const use of valueUses) {
+      const entityValue = entities.get(use.label);
+      if (entityValue !== undefined) {
+        // An entity label as a value: its id (as text), under the same rule as a constant.
+        const ready = (use.owner === e.name && placed.has(use.label)) || (use.label === e.name && placed.has(use.owner));
+        if (ready) where.push(holds(use, `to_jsonb(${entityValue.alias}.id::text)`));
+        continue;
+      }
+      if (use.owner !== e.name) continue;
+      const known = valueColumns.get(use.label);
+      if (known !== undefined) {
+        where.push(holds(use, known));
+        continue;
+      }
+      const owner = e.alias;
+      if (use.clause.kind === "key") {
+        valueColumns.set(use.label, `to_jsonb(${owner}.key)`);
+        continue;
+      }
+      const v = `v${valueCount++}`;
+      const raw = `${owner}.attributes -> ${attributeName(use)}`;
+      // A missing attribute gives [null], and null is no value: no row, as with a constant.
+      from.push(
+        `cross join lateral jsonb_array_elements(case jsonb_typeof(${raw}) when 'array' then ${raw} else jsonb_build_array(${raw}) end) ${v}(value)`,
+      );
+      where.push(`jsonb_typeof(${v}.value) <> 'null'`);
+      valueColumns.set(use.label, `${v}.value`);
+    }
+  };
+
+  // Join order: greedy walk from the most selective entity along links. Every tie is broken by
+  // the pattern itself (types, label names, relations), never by the order it was written in, so
+  // every writing of a pattern compiles to the same plan.
   const score = (e: EntityLabel) => e.keys.length * SELECTIVITY_KEY + e.attributes.length * SELECTIVITY_ATTRIBUTE + 1;
-  const bestOf = (candidates: EntityLabel[]) =>
-    candidates.reduce((best, e) => (score(e) > score(best) || (score(e) === score(best) && e.order < best.order) ? e : best));
+  const degree = (e: EntityLabel) => links.filter((l) => l.from === e.name || l.to === e.name).length;
+  const before = (a: EntityLabel, b: EntityLabel) =>
+    score(a) !== score(b)
+      ? score(a) > score(b)
+      : degree(a) !== degree(b)
+        ? degree(a) > degree(b)
+        : a.type !== b.type
+          ? a.type < b.type
+          : a.name < b.name;
+  const bestOf = (candidates: EntityLabel[]) => candidates.reduce((best, e) => (before(e, best) ? e : best));
+  const linkKey = (l: LinkEdge) => `${l.clause.relation}\u0000${l.from}\u0000${l.to}`;
   const placed = new Set<string>();
-  const pending = [...links];
+  const pending = [...links].sort((a, b) => (linkKey(a) < linkKey(b) ? -1 : linkKey(a) > linkKey(b) ? 1 : 0));
   const from: string[] = [];
   let linkCount = 0;
-  const firstConditions: string[] = [];
   const placeEntity = (e: EntityLabel, joinOn: string[]) => {
-    from.push(`join entities ${e.alias} on ${[...joinOn, ...entityConditions(e)].join(" and ")}`);
+    if (placed.size === 0) {
+      from.push(`entities ${e.alias}`);
+      where.push(...entityConditions(e));
+    } else {
+      from.push(`join entities ${e.alias} on ${[...joinOn, ...entityConditions(e)].join(" and ")}`);
+    }
     placed.add(e.name);
+    placeValueUses(e);
   };
   while (placed.size < entities.size) {
-    const start = bestOf([...entities.values()].filter((e) => !placed.has(e.name)));
-    if (placed.size === 0) {
-      from.push(`entities ${start.alias}`);
-      firstConditions.push(...entityConditions(start));
-      placed.add(start.name);
-    } else {
-      placeEntity(start, []);
-    }
+    placeEntity(bestOf([...entities.values()].filter((e) => !placed.has(e.name))), []);
     for (;;) {
       // Links whose both ends are placed are checked at once; they cannot multiply rows. The
       // check is a LATERAL subquery so both ends are known values inside it and the lookup is
       // exact; as a plain join the planner may probe by one end only, and one end can be a hub.
-      for (let i = pending.length - 1; i >= 0; i--) {
+      for (let i = 0; i < pending.length; ) {
         const link = pending[i]!;
-        if (!placed.has(link.from) || !placed.has(link.to)) continue;
+        if (!placed.has(link.from) || !placed.has(link.to)) {
+          i++;
+          continue;
+        }
         pending.splice(i, 1);
         const l = `l${linkCount++}`;
         const a = entities.get(link.from)!.alias;
@@ -212,32 +269,17 @@ export function compileQuery(query: Query): CompiledQuery {
     }
   }
 
-  // Value labels: the first use names the value, every other use must equal it.
-  const where = [...firstConditions];
-  const valueColumns = new Map<string, string>();
-  for (const use of valueUses) {
-    const owner = entities.get(use.owner)!.alias;
-    const entityValue = entities.get(use.label);
-    const expression =
-      use.clause.kind === "key" ? `to_jsonb(${owner}.key)` : `(${owner}.attributes -> ${bind(() => (use.clause as AttributeClause).name)})`;
-    if (entityValue !== undefined) {
-      where.push(`${expression} = to_jsonb(${entityValue.alias}.id::text)`);
-      continue;
-    }
-    const first = valueColumns.get(use.label);
-    if (first === undefined) valueColumns.set(use.label, expression);
-    else where.push(`${expression} = ${first}`);
-  }
-
-  // Columns of the match rows: one per label, in the order labels first appear.
+  // Columns of the match rows: one per label, in the order labels first appear. The limit sits
+  // inside, before the rows are numbered, so the walk stops at the first row past the limit
+  // rather than after enumerating every match.
   const columns: string[] = [];
   const groups: string[] = [];
   const ordering: string[] = [];
   labels.forEach((label, i) => {
     const entity = entities.get(label.name);
     if (entity !== undefined) {
-      columns.push(`${entity.alias}.id as c${i}`);
-      ordering.push(`${entity.alias}.key`, `${entity.alias}.id`);
+      columns.push(`${entity.alias}.id as c${i}`, `${entity.alias}.key as k${i}`);
+      ordering.push(`k${i}`, `c${i}`);
       groups.push(`select ${i} as label, c${i} as id, null::jsonb as value, min(rn) as first from m group by c${i}`);
     } else {
       columns.push(`${valueColumns.get(label.name)} as c${i}`);
@@ -245,8 +287,8 @@ export function compileQuery(query: Query): CompiledQuery {
     }
   });
   const matchSql =
-    `select ${columns.join(", ")}, row_number() over (order by ${ordering.join(", ")}) as rn ` +
-    `from ${from.join(" ")} where ${where.join(" and ")} limit ${bind((c) => c.maxRows + 1)}`;
+    `select *, row_number() over (order by ${ordering.join(", ")}) as rn from (select ${columns.join(", ")} ` +
+    `from ${from.join(" ")} where ${where.join(" and ")} limit ${bind((c) => c.maxRows + 1)}) r`;
   const marked =
     `with m as (${matchSql}) ` +
     `select u.label, e.id, e.type, e.key, e.attributes, u.value, (select count(*)::int from m) as matches ` +
