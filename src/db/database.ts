@@ -4,6 +4,7 @@ import { PGlite } from "@electric-sql/pglite";
 import knexFactory, { type Knex } from "knex";
 import ClientPGLite from "knex-pglite";
 import { migrate } from "./migrate.js";
+import { keepStatisticsFresh } from "./statistics.js";
 
 export interface DatabaseOptions {
   /** PostgreSQL connection string; absent means the embedded PostgreSQL. */
@@ -49,7 +50,24 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     await db.close();
     throw err;
   }
-  return db;
+  if (db.kind === "postgres") return db;
+  // The embedded database has no autovacuum: statistics at start, and again after bulk writes.
+  const statistics = keepStatisticsFresh(db.knex, (err) => options.onWarning?.(`ANALYZE failed: ${err instanceof Error ? err.message : String(err)}`));
+  try {
+    await statistics.analyze();
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  const close = db.close;
+  let closing: Promise<void> | undefined;
+  return {
+    ...db,
+    close() {
+      closing ??= statistics.stop().then(close);
+      return closing;
+    },
+  };
 }
 
 function knexLog(onWarning: ((message: string) => void) | undefined): Knex.Config["log"] {

@@ -31,7 +31,23 @@ describe("graph query compiler", () => {
     // e0 tenant (key), l0 + e1 index set, e2 agreement by its own attributes, l1 the checked link, then down the walk.
     expect(joinOrder(sql)).to.deep.equal(["e0", "l0", "e1", "e2", "l1", "l2", "e3", "l3", "e4", "l4", "e5", "l5", "e6", "e"]);
     expect(sql).to.contain("cross join lateral (select 1 from links l1 where");
-    expect(sql).to.match(/join entities e2 on e2\.tenant = \? and e2\.type = \? and \(e2\.attributes @> \?::jsonb or e2\.attributes @> \?::jsonb\)/);
+    expect(sql).to.match(
+      /cross join lateral \(select e2\.id, e2\.key, e2\.attributes from entities e2 where e2\.tenant = \? and e2\.type = \? and \(e2\.attributes @> \?::jsonb or e2\.attributes @> \?::jsonb\) offset 0\) e2/,
+    );
+    // Every step after the first is a fenced LATERAL subquery: the planner keeps the walk.
+    expect(sql).to.contain("cross join lateral (select l0.to_id as id from links l0 where l0.tenant = ? and l0.from_id = e0.id and l0.relation = ? offset 0) l0");
+  });
+
+  it("walks every writing of a pattern in the same order: ties are broken by the pattern, not by where it is written", () => {
+    // The labels in the order the walk places them, whatever aliases the writing gave them.
+    const walk = (source: string) => {
+      const compiled = compile(source);
+      const aliasOf = new Map([...compiled.sql.matchAll(/(e\d+)\.id as c(\d+)/g)].map((m) => [m[1], compiled.labels[Number(m[2])]!.name]));
+      return joinOrder(compiled.sql).filter((a) => /^e\d+$/.test(a!)).map((a) => aliasOf.get(a!));
+    };
+    const statements = [`T ?x; link:a ?x.`, `T ?y; link:b ?x.`, `T ?z; link:c T:?y; attribute:f "v".`];
+    const orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]].map((o) => walk(o.map((i) => statements[i]).join(" ")));
+    for (const order of orders) expect(order).to.deep.equal(["z", "y", "x"]);
   });
 
   it("prefers a key over attributes, and more attributes over fewer, as the starting point", () => {

@@ -216,12 +216,20 @@ export function compileQuery(query: Query): CompiledQuery {
   const pending = [...links].sort((a, b) => (linkKey(a) < linkKey(b) ? -1 : linkKey(a) > linkKey(b) ? 1 : 0));
   const from: string[] = [];
   let linkCount = 0;
+  // Every step after the first is a subquery the planner may neither flatten (`offset 0`) nor
+  // move: a LATERAL one is the inner side of a nested loop, probed by an index with the values of
+  // the rows before it. So the plan is the compiler's walk on both backends, whatever the
+  // statistics say (the embedded database often has none), and rows stream through it, so the
+  // row limit stops the walk.
   const placeEntity = (e: EntityLabel, joinOn: string[]) => {
     if (placed.size === 0) {
       from.push(`entities ${e.alias}`);
       where.push(...entityConditions(e));
     } else {
-      from.push(`join entities ${e.alias} on ${[...joinOn, ...entityConditions(e)].join(" and ")}`);
+      from.push(
+        `cross join lateral (select ${e.alias}.id, ${e.alias}.key, ${e.alias}.attributes from entities ${e.alias} ` +
+          `where ${[...joinOn, ...entityConditions(e)].join(" and ")} offset 0) ${e.alias}`,
+      );
     }
     placed.add(e.name);
     placeValueUses(e);
@@ -263,9 +271,10 @@ export function compileQuery(query: Query): CompiledQuery {
       const forward = placed.has(link.from);
       const known = entities.get(forward ? link.from : link.to)!.alias;
       from.push(
-        `join links ${l} on ${l}.tenant = ${tenant()} and ${l}.${forward ? "from_id" : "to_id"} = ${known}.id and ${l}.relation = ${bind(() => link.clause.relation)}`,
+        `cross join lateral (select ${l}.${forward ? "to_id" : "from_id"} as id from links ${l} where ${l}.tenant = ${tenant()}` +
+          ` and ${l}.${forward ? "from_id" : "to_id"} = ${known}.id and ${l}.relation = ${bind(() => link.clause.relation)} offset 0) ${l}`,
       );
-      placeEntity(next, [`${next.alias}.id = ${l}.${forward ? "to_id" : "from_id"}`]);
+      placeEntity(next, [`${next.alias}.id = ${l}.id`]);
     }
   }
 
