@@ -29,6 +29,11 @@ export interface GraphSession {
   knex: Knex;
   /** The statement_timeout the connections already carry (with join_collapse_limit = 1); undefined when none. */
   presetTimeoutMs: number | undefined;
+  /**
+   * True where a statement cannot be interrupted (the embedded database ignores
+   * statement_timeout): a query then runs with a bound on the rows it visits instead.
+   */
+  workBudget?: boolean;
 }
 
 export interface Database {
@@ -95,7 +100,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   if (dataDir.startsWith("memory://")) {
     const pglite = await PGlite.create();
     const knex = embeddedKnex(pglite);
-    return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined });
+    return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined, workBudget: true });
   }
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true });
@@ -103,7 +108,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   try {
     const pglite = await PGlite.create(join(dir, "pgdata"));
     const knex = embeddedKnex(pglite);
-    return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined });
+    return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined, workBudget: true });
   } catch (err) {
     releaseLock();
     throw err;

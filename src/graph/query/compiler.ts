@@ -10,6 +10,8 @@ export interface BindContext {
   params: QueryParameters;
   /** The statement returns at most this many match rows plus one, to detect an overflow. */
   maxRows: number;
+  /** For `budgetedSql`: the most rows the walk may visit (links followed, entities looked at). */
+  maxVisits?: number;
 }
 
 export interface OutputLabel {
@@ -24,6 +26,13 @@ export interface CompiledQuery {
   parameters: string[];
   sql: string;
   bind(context: BindContext): unknown[];
+  /**
+   * The same statement, counting every row its walk visits on the sequence `graph_work_visits`
+   * and failing (SQLSTATE GQ001) past `maxVisits`: a bound on its work where nothing can
+   * interrupt it (the embedded database). The sequence must be reset before each run.
+   */
+  budgetedSql: string;
+  bindBudgeted(context: BindContext): unknown[];
 }
 
 type Binder = (context: BindContext) => unknown;
@@ -137,6 +146,13 @@ export function compileQuery(query: Query): CompiledQuery {
     return `\uE000${binders.length - 1}\uE000`;
   };
   const tenant = () => bind((c) => c.tenant);
+  // Where a row of the walk is visited; the budgeted statement counts it there. A step that
+  // depends on no earlier one names the entity placed last: the budgeted statement refers to it,
+  // so the step is run again for every row before it (and counted each time) rather than run
+  // once and kept, which would leave a cross product uncounted.
+  const VISIT = "\uE001\uE001";
+  const visitAfter = (alias: string) => `\uE001${alias}\uE001`;
+  let lastPlaced = "";
 
   const entityConditions = (e: EntityLabel): string[] => {
     const conditions = [`${e.alias}.tenant = ${tenant()}`, `${e.alias}.type = ${bind(() => e.type)}`];
@@ -224,13 +240,15 @@ export function compileQuery(query: Query): CompiledQuery {
   const placeEntity = (e: EntityLabel, joinOn: string[]) => {
     if (placed.size === 0) {
       from.push(`entities ${e.alias}`);
-      where.push(...entityConditions(e));
+      where.push(...entityConditions(e), VISIT);
     } else {
+      const visit = joinOn.length === 0 ? visitAfter(lastPlaced) : VISIT;
       from.push(
         `cross join lateral (select ${e.alias}.id, ${e.alias}.key, ${e.alias}.attributes from entities ${e.alias} ` +
-          `where ${[...joinOn, ...entityConditions(e)].join(" and ")} offset 0) ${e.alias}`,
+          `where ${[...joinOn, ...entityConditions(e), visit].join(" and ")} offset 0) ${e.alias}`,
       );
     }
+    lastPlaced = e.alias;
     placed.add(e.name);
     placeValueUses(e);
   };
@@ -272,7 +290,7 @@ export function compileQuery(query: Query): CompiledQuery {
       const known = entities.get(forward ? link.from : link.to)!.alias;
       from.push(
         `cross join lateral (select ${l}.${forward ? "to_id" : "from_id"} as id from links ${l} where ${l}.tenant = ${tenant()}` +
-          ` and ${l}.${forward ? "from_id" : "to_id"} = ${known}.id and ${l}.relation = ${bind(() => link.clause.relation)} offset 0) ${l}`,
+          ` and ${l}.${forward ? "from_id" : "to_id"} = ${known}.id and ${l}.relation = ${bind(() => link.clause.relation)} and ${VISIT} offset 0) ${l}`,
       );
       placeEntity(next, [`${next.alias}.id = ${l}.id`]);
     }
@@ -303,17 +321,26 @@ export function compileQuery(query: Query): CompiledQuery {
     `select u.label, e.id, e.type, e.key, e.attributes, u.value, (select count(*)::int from m) as matches ` +
     `from (${groups.join(" union all ")}) u left join entities e on e.tenant = ${tenant()} and e.id = u.id ` +
     `order by u.label, u.first`;
-  const ordered: Binder[] = [];
-  const sql = marked.replace(/\uE000(\d+)\uE000/g, (_, index: string) => {
-    ordered.push(binders[Number(index)]!);
-    return "?";
-  });
+  const visits = bind((c) => c.maxVisits ?? Number.MAX_SAFE_INTEGER);
+  const number = (text: string) => {
+    const ordered: Binder[] = [];
+    const sql = text.replace(/\uE000(\d+)\uE000/g, (_, index: string) => {
+      ordered.push(binders[Number(index)]!);
+      return "?";
+    });
+    return { sql, bind: (context: BindContext) => ordered.map((binder) => binder(context)) };
+  };
+  const plain = number(marked.replace(/ and \uE001\w*\uE001/g, ""));
+  const count = `(case when nextval('graph_work_visits') <= ${visits}::bigint then true else graph_work_exceeded() end)`;
+  const budgeted = number(marked.replace(/\uE001(\w*)\uE001/g, (_, after: string) => (after === "" ? count : `${after}.id is not null and ${count}`)));
 
   return {
     labels,
     parameters: [...parameters],
-    sql,
-    bind: (context) => ordered.map((binder) => binder(context)),
+    sql: plain.sql,
+    bind: plain.bind,
+    budgetedSql: budgeted.sql,
+    bindBudgeted: budgeted.bind,
   };
 }
 
