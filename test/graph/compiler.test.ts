@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { EXAMPLE_QUERY } from "../../src/demo/seed.js";
 import { compileQuery } from "../../src/graph/query/compiler.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
+import { patternModel, printPattern } from "../support/graphArbitrary.js";
 
 const compile = (source: string) => compileQuery(parseQuery(source));
 /** The FROM items of the match statement, in the order they are written. */
@@ -53,6 +54,24 @@ describe("graph query compiler", () => {
   it("prefers a key over attributes, and more attributes over fewer, as the starting point", () => {
     expect(joinOrder(compile(`A ?a; link:r B:?b. B ?b; attribute:x 1. C ?c; link:s ?b; entity:key "k".`).sql)[0]).to.equal("e2");
     expect(joinOrder(compile(`A ?a; attribute:y 2; link:r B:?b. B ?b; attribute:x 1; attribute:z 3.`).sql)[0]).to.equal("e1");
+  });
+
+  it("walks a generated pattern in the same order of labels however its statements and clauses are ordered", () => {
+    const walk = (source: string) => {
+      const compiled = compile(source);
+      const aliasOf = new Map([...compiled.sql.matchAll(/(e\d+)\.id as c(\d+)/g)].map((m) => [m[1], compiled.labels[Number(m[2])]!.name]));
+      return joinOrder(compiled.sql).map((a) => aliasOf.get(a!) ?? (a!.startsWith("l") ? "link" : a));
+    };
+    const reordered = patternModel.chain((pattern) =>
+      fc.tuple(fc.constant(pattern), fc.shuffledSubarray(pattern.statements, { minLength: pattern.statements.length }), fc.boolean()),
+    );
+    fc.assert(
+      fc.property(reordered, ([pattern, shuffled, reverse]) => {
+        const statements = shuffled.map((s) => (reverse ? { ...s, clauses: [...s.clauses].reverse() } : s));
+        expect(walk(printPattern({ ...pattern, statements }))).to.deep.equal(walk(printPattern(pattern)));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it("never writes a value, an attribute name or a relation into the SQL text", () => {
