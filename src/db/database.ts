@@ -4,6 +4,7 @@ import { PGlite } from "@electric-sql/pglite";
 import knexFactory, { type Knex } from "knex";
 import ClientPGLite from "knex-pglite";
 import { migrate } from "./migrate.js";
+import { keepStatisticsFresh } from "./statistics.js";
 
 export interface DatabaseOptions {
   /** PostgreSQL connection string; absent means the embedded PostgreSQL. */
@@ -28,6 +29,11 @@ export interface GraphSession {
   knex: Knex;
   /** The statement_timeout the connections already carry (with join_collapse_limit = 1); undefined when none. */
   presetTimeoutMs: number | undefined;
+  /**
+   * True where a statement cannot be interrupted (the embedded database ignores
+   * statement_timeout): a query then runs with a bound on the rows it visits instead.
+   */
+  workBudget?: boolean;
 }
 
 export interface Database {
@@ -49,7 +55,24 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     await db.close();
     throw err;
   }
-  return db;
+  if (db.kind === "postgres") return db;
+  // The embedded database has no autovacuum: statistics at start, and again after bulk writes.
+  const statistics = keepStatisticsFresh(db.knex, (err) => options.onWarning?.(`ANALYZE failed: ${err instanceof Error ? err.message : String(err)}`));
+  try {
+    await statistics.analyze();
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  const close = db.close;
+  let closing: Promise<void> | undefined;
+  return {
+    ...db,
+    close() {
+      closing ??= statistics.stop().then(close);
+      return closing;
+    },
+  };
 }
 
 function knexLog(onWarning: ((message: string) => void) | undefined): Knex.Config["log"] {
@@ -77,7 +100,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   if (dataDir.startsWith("memory://")) {
     const pglite = await PGlite.create();
     const knex = embeddedKnex(pglite);
-    return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined });
+    return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined, workBudget: true });
   }
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true });
@@ -85,7 +108,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   try {
     const pglite = await PGlite.create(join(dir, "pgdata"));
     const knex = embeddedKnex(pglite);
-    return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined });
+    return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined, workBudget: true });
   } catch (err) {
     releaseLock();
     throw err;

@@ -105,4 +105,18 @@ export const migrations: Migration[] = [
       )`,
     ],
   },
+  {
+    id: "003_graph_work_budget",
+    statements: [
+      // The embedded database cannot interrupt a statement (statement_timeout is ignored there), so
+      // a graph query counts the rows its walk visits on this sequence, reset before each query,
+      // and stops with this error past its budget. Sequences are not rolled back, so the count is
+      // exact whatever the plan; on PostgreSQL statement_timeout bounds a query instead.
+      `create sequence graph_work_visits minvalue 0 start with 0`,
+      `create function graph_work_exceeded() returns boolean language plpgsql volatile as $$
+      begin
+        raise exception 'graph query work budget exceeded' using errcode = 'GQ001';
+      end $$`,
+    ],
+  },
 ];

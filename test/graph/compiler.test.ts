@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { EXAMPLE_QUERY } from "../../src/demo/seed.js";
 import { compileQuery } from "../../src/graph/query/compiler.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
+import { patternModel, printPattern } from "../support/graphArbitrary.js";
 
 const compile = (source: string) => compileQuery(parseQuery(source));
 /** The FROM items of the match statement, in the order they are written. */
@@ -31,12 +32,46 @@ describe("graph query compiler", () => {
     // e0 tenant (key), l0 + e1 index set, e2 agreement by its own attributes, l1 the checked link, then down the walk.
     expect(joinOrder(sql)).to.deep.equal(["e0", "l0", "e1", "e2", "l1", "l2", "e3", "l3", "e4", "l4", "e5", "l5", "e6", "e"]);
     expect(sql).to.contain("cross join lateral (select 1 from links l1 where");
-    expect(sql).to.match(/join entities e2 on e2\.tenant = \? and e2\.type = \? and \(e2\.attributes @> \?::jsonb or e2\.attributes @> \?::jsonb\)/);
+    expect(sql).to.match(
+      /cross join lateral \(select e2\.id, e2\.key, e2\.attributes from entities e2 where e2\.tenant = \? and e2\.type = \? and \(e2\.attributes @> \?::jsonb or e2\.attributes @> \?::jsonb\) offset 0\) e2/,
+    );
+    // Every step after the first is a fenced LATERAL subquery: the planner keeps the walk.
+    expect(sql).to.contain("cross join lateral (select l0.to_id as id from links l0 where l0.tenant = ? and l0.from_id = e0.id and l0.relation = ? offset 0) l0");
+  });
+
+  it("walks every writing of a pattern in the same order: ties are broken by the pattern, not by where it is written", () => {
+    // The labels in the order the walk places them, whatever aliases the writing gave them.
+    const walk = (source: string) => {
+      const compiled = compile(source);
+      const aliasOf = new Map([...compiled.sql.matchAll(/(e\d+)\.id as c(\d+)/g)].map((m) => [m[1], compiled.labels[Number(m[2])]!.name]));
+      return joinOrder(compiled.sql).filter((a) => /^e\d+$/.test(a!)).map((a) => aliasOf.get(a!));
+    };
+    const statements = [`T ?x; link:a ?x.`, `T ?y; link:b ?x.`, `T ?z; link:c T:?y; attribute:f "v".`];
+    const orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]].map((o) => walk(o.map((i) => statements[i]).join(" ")));
+    for (const order of orders) expect(order).to.deep.equal(["z", "y", "x"]);
   });
 
   it("prefers a key over attributes, and more attributes over fewer, as the starting point", () => {
     expect(joinOrder(compile(`A ?a; link:r B:?b. B ?b; attribute:x 1. C ?c; link:s ?b; entity:key "k".`).sql)[0]).to.equal("e2");
     expect(joinOrder(compile(`A ?a; attribute:y 2; link:r B:?b. B ?b; attribute:x 1; attribute:z 3.`).sql)[0]).to.equal("e1");
+  });
+
+  it("walks a generated pattern in the same order of labels however its statements and clauses are ordered", () => {
+    const walk = (source: string) => {
+      const compiled = compile(source);
+      const aliasOf = new Map([...compiled.sql.matchAll(/(e\d+)\.id as c(\d+)/g)].map((m) => [m[1], compiled.labels[Number(m[2])]!.name]));
+      return joinOrder(compiled.sql).map((a) => aliasOf.get(a!) ?? (a!.startsWith("l") ? "link" : a));
+    };
+    const reordered = patternModel.chain((pattern) =>
+      fc.tuple(fc.constant(pattern), fc.shuffledSubarray(pattern.statements, { minLength: pattern.statements.length }), fc.boolean()),
+    );
+    fc.assert(
+      fc.property(reordered, ([pattern, shuffled, reverse]) => {
+        const statements = shuffled.map((s) => (reverse ? { ...s, clauses: [...s.clauses].reverse() } : s));
+        expect(walk(printPattern({ ...pattern, statements }))).to.deep.equal(walk(printPattern(pattern)));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it("never writes a value, an attribute name or a relation into the SQL text", () => {

@@ -4,7 +4,7 @@ import { ProblemError } from "../../src/errors.js";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { createLinks } from "../../src/graph/links.js";
 import { compileQuery } from "../../src/graph/query/compiler.js";
-import { executeQuery, type QueryOutput } from "../../src/graph/query/execute.js";
+import { executeQuery, type QueryLimits, type QueryOutput } from "../../src/graph/query/execute.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
 import { describeEachBackend, type BackendContext } from "../support/backends.js";
 
@@ -16,7 +16,7 @@ async function seed(ctx: BackendContext, tenant: string, agreements: ExampleAgre
   await createLinks(ctx.db.knex, tenant, links);
 }
 
-function run(ctx: BackendContext, source: string, params: Record<string, unknown> = {}, tenant = ctx.tenant, limits = LIMITS): Promise<QueryOutput> {
+function run(ctx: BackendContext, source: string, params: Record<string, unknown> = {}, tenant = ctx.tenant, limits: QueryLimits = LIMITS): Promise<QueryOutput> {
   return executeQuery(ctx.db.graph, compileQuery(parseQuery(source)), tenant, params, limits);
 }
 
@@ -118,6 +118,46 @@ describeEachBackend("graph queries", (ctx) => {
     expect(keys(byOwner.s)).to.deep.equal(["s1"]);
   });
 
+  it("binds a value variable used once only where the attribute exists (a null is no value)", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Site", key: "S1", attributes: { city: "Gent" } },
+      { type: "Site", key: "S2" },
+      { type: "Site", key: "S3", attributes: { city: null } },
+    ]);
+    expect(await run(ctx, `Site ?s; attribute:city ?c.`).then((o) => ({ s: keys(o.s), c: o.c }))).to.deep.equal({ s: ["S1"], c: ["Gent"] });
+  });
+
+  it("matches an entity label used as a value against an array attribute holding its id, as a constant does", async () => {
+    const [meter, other] = await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Meter", key: "M1" },
+      { type: "Meter", key: "M2" },
+    ]);
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Site", key: "S1", attributes: { members: [meter!.id] } },
+      { type: "Site", key: "S2", attributes: { members: other!.id } },
+      { type: "Site", key: "S3", attributes: { members: ["nobody"] } },
+    ]);
+    const output = await run(ctx, `Site ?s; attribute:members ?m. Meter ?m.`);
+    expect({ s: keys(output.s), m: keys(output.m) }).to.deep.equal({ s: ["S1", "S2"], m: ["M1", "M2"] });
+    expect(keys((await run(ctx, `Site ?s; attribute:members \${id}.`, { id: meter!.id })).s)).to.deep.equal(["S1"]);
+  });
+
+  it("ranges a value variable over the elements of an array attribute, and joins on them", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Site", key: "S1", attributes: { tags: ["a", "b", null] } },
+      { type: "Site", key: "S2", attributes: { tags: "b" } },
+      { type: "Site", key: "S3", attributes: { tags: [] } },
+      { type: "Tag", key: "T1", attributes: { name: "b" } },
+    ]);
+    const all = await run(ctx, `Site ?s; attribute:tags ?t.`);
+    expect(keys(all.s)).to.deep.equal(["S1", "S2"]);
+    expect([...(all.t as string[])].sort()).to.deep.equal(["a", "b"]);
+    const joined = await run(ctx, `Site ?s; attribute:tags ?t. Tag ?g; attribute:name ?t.`);
+    expect({ s: keys(joined.s), t: joined.t, g: keys(joined.g) }).to.deep.equal({ s: ["S1", "S2"], t: ["b"], g: ["T1"] });
+    const byKey = await run(ctx, `Site ?s; attribute:tags ?t. Tag ?g; entity:key "T1"; attribute:name ?t.`);
+    expect(byKey.t).to.deep.equal(["b"]);
+  });
+
   it("matches parameters holding quotes, %, SQL and unicode literally", async () => {
     const strange = [`O'Brien`, `100%`, `'; drop table entities; --`, `日本 ✓ "q"`, `a_b`];
     await upsertEntities(ctx.db.knex, ctx.tenant, [
@@ -153,6 +193,20 @@ describeEachBackend("graph queries", (ctx) => {
     expect(error.status).to.equal(422);
     expect(error.message).to.equal("the graph query matched more than 500 rows (QUERY_MAX_ROWS); narrow it down");
     expect(keys((await run(ctx, `Row ?a. Row ?b.`, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 900 })).a)).to.have.length(30);
+  });
+
+  // The embedded database cannot interrupt a statement: there the walk counts what it visits.
+  if (ctx.name === "embedded") it("stops a query that visits more rows than its work limit, however few rows it matches", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 400 }, (_, i) => ({ type: "Row", key: `r${i}`, attributes: { n: i } })));
+    // 64,000,000 triples would be visited, none matches: the row limit alone would not stop it.
+    const triples = `Row ?a. Row ?b. Row ?c; attribute:missing ?x.`;
+    const error = await failure(run(ctx, triples, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 10, maxVisits: 20_000 }));
+    expect(error.status).to.equal(422);
+    expect(error.message).to.equal(
+      "the graph query visited more than 20000 rows of the graph (its work limit on the embedded database) and was stopped; narrow it down",
+    );
+    expect((await run(ctx, `Row ?a; attribute:missing ?x.`, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 10, maxVisits: 20_000 })).a).to.deep.equal([]);
+    expect(keys((await run(ctx, `Row ?a; attribute:n 7.`, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 10, maxVisits: 20_000 })).a)).to.deep.equal(["r7"]);
   });
 
   // PGlite runs a statement on the main thread in WebAssembly and cannot interrupt it, so the

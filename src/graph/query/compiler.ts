@@ -10,6 +10,8 @@ export interface BindContext {
   params: QueryParameters;
   /** The statement returns at most this many match rows plus one, to detect an overflow. */
   maxRows: number;
+  /** For `budgetedSql`: the most rows the walk may visit (links followed, entities looked at). */
+  maxVisits?: number;
 }
 
 export interface OutputLabel {
@@ -24,6 +26,13 @@ export interface CompiledQuery {
   parameters: string[];
   sql: string;
   bind(context: BindContext): unknown[];
+  /**
+   * The same statement, counting every row its walk visits on the sequence `graph_work_visits`
+   * and failing (SQLSTATE GQ001) past `maxVisits`: a bound on its work where nothing can
+   * interrupt it (the embedded database). The sequence must be reset before each run.
+   */
+  budgetedSql: string;
+  bindBudgeted(context: BindContext): unknown[];
 }
 
 type Binder = (context: BindContext) => unknown;
@@ -137,6 +146,13 @@ export function compileQuery(query: Query): CompiledQuery {
     return `\uE000${binders.length - 1}\uE000`;
   };
   const tenant = () => bind((c) => c.tenant);
+  // Where a row of the walk is visited; the budgeted statement counts it there. A step that
+  // depends on no earlier one names the entity placed last: the budgeted statement refers to it,
+  // so the step is run again for every row before it (and counted each time) rather than run
+  // once and kept, which would leave a cross product uncounted.
+  const VISIT = "\uE001\uE001";
+  const visitAfter = (alias: string) => `\uE001${alias}\uE001`;
+  let lastPlaced = "";
 
   const entityConditions = (e: EntityLabel): string[] => {
     const conditions = [`${e.alias}.tenant = ${tenant()}`, `${e.alias}.type = ${bind(() => e.type)}`];
@@ -152,35 +168,102 @@ export function compileQuery(query: Query): CompiledQuery {
     return conditions;
   };
 
-  // Join order: greedy walk from the most selective entity along links.
+  // Value labels are compared where their uses' entities are placed: the first use placed names
+  // the value (for an attribute, each of its non-null elements: a variable ranges over the values
+  // that make the clause match, as a constant does), every later use must hold it.
+  const valueColumns = new Map<string, string>();
+  const where: string[] = [];
+  let valueCount = 0;
+  const attributeName = (use: ValueUse) => bind(() => (use.clause as AttributeClause).name);
+  const holds = (use: ValueUse, value: string) => {
+    const owner = entities.get(use.owner)!.alias;
+    if (use.clause.kind === "key") return `to_jsonb(${owner}.key) = ${value}`;
+    const name = attributeName(use);
+    // Equal to the value or an array holding it: the same test as a constant's, by the GIN index.
+    return `(${owner}.attributes @> jsonb_build_object(${name}::text, ${value}) or ${owner}.attributes @> jsonb_build_object(${attributeName(use)}::text, jsonb_build_array(${value})))`;
+  };
+  const placeValueUses = (e: EntityLabel) => {
+    for (const use of valueUses) {
+      const entityValue = entities.get(use.label);
+      if (entityValue !== undefined) {
+        // An entity label as a value: its id (as text), under the same rule as a constant.
+        const ready = (use.owner === e.name && placed.has(use.label)) || (use.label === e.name && placed.has(use.owner));
+        if (ready) where.push(holds(use, `to_jsonb(${entityValue.alias}.id::text)`));
+        continue;
+      }
+      if (use.owner !== e.name) continue;
+      const known = valueColumns.get(use.label);
+      if (known !== undefined) {
+        where.push(holds(use, known));
+        continue;
+      }
+      const owner = e.alias;
+      if (use.clause.kind === "key") {
+        valueColumns.set(use.label, `to_jsonb(${owner}.key)`);
+        continue;
+      }
+      const v = `v${valueCount++}`;
+      const raw = `${owner}.attributes -> ${attributeName(use)}`;
+      // A missing attribute gives [null], and null is no value: no row, as with a constant.
+      from.push(
+        `cross join lateral jsonb_array_elements(case jsonb_typeof(${raw}) when 'array' then ${raw} else jsonb_build_array(${raw}) end) ${v}(value)`,
+      );
+      where.push(`jsonb_typeof(${v}.value) <> 'null'`);
+      valueColumns.set(use.label, `${v}.value`);
+    }
+  };
+
+  // Join order: greedy walk from the most selective entity along links. Every tie is broken by
+  // the pattern itself (types, label names, relations), never by the order it was written in, so
+  // every writing of a pattern compiles to the same plan.
   const score = (e: EntityLabel) => e.keys.length * SELECTIVITY_KEY + e.attributes.length * SELECTIVITY_ATTRIBUTE + 1;
-  const bestOf = (candidates: EntityLabel[]) =>
-    candidates.reduce((best, e) => (score(e) > score(best) || (score(e) === score(best) && e.order < best.order) ? e : best));
+  const degree = (e: EntityLabel) => links.filter((l) => l.from === e.name || l.to === e.name).length;
+  const before = (a: EntityLabel, b: EntityLabel) =>
+    score(a) !== score(b)
+      ? score(a) > score(b)
+      : degree(a) !== degree(b)
+        ? degree(a) > degree(b)
+        : a.type !== b.type
+          ? a.type < b.type
+          : a.name < b.name;
+  const bestOf = (candidates: EntityLabel[]) => candidates.reduce((best, e) => (before(e, best) ? e : best));
+  const linkKey = (l: LinkEdge) => `${l.clause.relation}\u0000${l.from}\u0000${l.to}`;
   const placed = new Set<string>();
-  const pending = [...links];
+  const pending = [...links].sort((a, b) => (linkKey(a) < linkKey(b) ? -1 : linkKey(a) > linkKey(b) ? 1 : 0));
   const from: string[] = [];
   let linkCount = 0;
-  const firstConditions: string[] = [];
+  // Every step after the first is a subquery the planner may neither flatten (`offset 0`) nor
+  // move: a LATERAL one is the inner side of a nested loop, probed by an index with the values of
+  // the rows before it. So the plan is the compiler's walk on both backends, whatever the
+  // statistics say (the embedded database often has none), and rows stream through it, so the
+  // row limit stops the walk.
   const placeEntity = (e: EntityLabel, joinOn: string[]) => {
-    from.push(`join entities ${e.alias} on ${[...joinOn, ...entityConditions(e)].join(" and ")}`);
+    if (placed.size === 0) {
+      from.push(`entities ${e.alias}`);
+      where.push(...entityConditions(e), VISIT);
+    } else {
+      const visit = joinOn.length === 0 ? visitAfter(lastPlaced) : VISIT;
+      from.push(
+        `cross join lateral (select ${e.alias}.id, ${e.alias}.key, ${e.alias}.attributes from entities ${e.alias} ` +
+          `where ${[...joinOn, ...entityConditions(e), visit].join(" and ")} offset 0) ${e.alias}`,
+      );
+    }
+    lastPlaced = e.alias;
     placed.add(e.name);
+    placeValueUses(e);
   };
   while (placed.size < entities.size) {
-    const start = bestOf([...entities.values()].filter((e) => !placed.has(e.name)));
-    if (placed.size === 0) {
-      from.push(`entities ${start.alias}`);
-      firstConditions.push(...entityConditions(start));
-      placed.add(start.name);
-    } else {
-      placeEntity(start, []);
-    }
+    placeEntity(bestOf([...entities.values()].filter((e) => !placed.has(e.name))), []);
     for (;;) {
       // Links whose both ends are placed are checked at once; they cannot multiply rows. The
       // check is a LATERAL subquery so both ends are known values inside it and the lookup is
       // exact; as a plain join the planner may probe by one end only, and one end can be a hub.
-      for (let i = pending.length - 1; i >= 0; i--) {
+      for (let i = 0; i < pending.length; ) {
         const link = pending[i]!;
-        if (!placed.has(link.from) || !placed.has(link.to)) continue;
+        if (!placed.has(link.from) || !placed.has(link.to)) {
+          i++;
+          continue;
+        }
         pending.splice(i, 1);
         const l = `l${linkCount++}`;
         const a = entities.get(link.from)!.alias;
@@ -206,38 +289,24 @@ export function compileQuery(query: Query): CompiledQuery {
       const forward = placed.has(link.from);
       const known = entities.get(forward ? link.from : link.to)!.alias;
       from.push(
-        `join links ${l} on ${l}.tenant = ${tenant()} and ${l}.${forward ? "from_id" : "to_id"} = ${known}.id and ${l}.relation = ${bind(() => link.clause.relation)}`,
+        `cross join lateral (select ${l}.${forward ? "to_id" : "from_id"} as id from links ${l} where ${l}.tenant = ${tenant()}` +
+          ` and ${l}.${forward ? "from_id" : "to_id"} = ${known}.id and ${l}.relation = ${bind(() => link.clause.relation)} and ${VISIT} offset 0) ${l}`,
       );
-      placeEntity(next, [`${next.alias}.id = ${l}.${forward ? "to_id" : "from_id"}`]);
+      placeEntity(next, [`${next.alias}.id = ${l}.id`]);
     }
   }
 
-  // Value labels: the first use names the value, every other use must equal it.
-  const where = [...firstConditions];
-  const valueColumns = new Map<string, string>();
-  for (const use of valueUses) {
-    const owner = entities.get(use.owner)!.alias;
-    const entityValue = entities.get(use.label);
-    const expression =
-      use.clause.kind === "key" ? `to_jsonb(${owner}.key)` : `(${owner}.attributes -> ${bind(() => (use.clause as AttributeClause).name)})`;
-    if (entityValue !== undefined) {
-      where.push(`${expression} = to_jsonb(${entityValue.alias}.id::text)`);
-      continue;
-    }
-    const first = valueColumns.get(use.label);
-    if (first === undefined) valueColumns.set(use.label, expression);
-    else where.push(`${expression} = ${first}`);
-  }
-
-  // Columns of the match rows: one per label, in the order labels first appear.
+  // Columns of the match rows: one per label, in the order labels first appear. The limit sits
+  // inside, before the rows are numbered, so the walk stops at the first row past the limit
+  // rather than after enumerating every match.
   const columns: string[] = [];
   const groups: string[] = [];
   const ordering: string[] = [];
   labels.forEach((label, i) => {
     const entity = entities.get(label.name);
     if (entity !== undefined) {
-      columns.push(`${entity.alias}.id as c${i}`);
-      ordering.push(`${entity.alias}.key`, `${entity.alias}.id`);
+      columns.push(`${entity.alias}.id as c${i}`, `${entity.alias}.key as k${i}`);
+      ordering.push(`k${i}`, `c${i}`);
       groups.push(`select ${i} as label, c${i} as id, null::jsonb as value, min(rn) as first from m group by c${i}`);
     } else {
       columns.push(`${valueColumns.get(label.name)} as c${i}`);
@@ -245,24 +314,33 @@ export function compileQuery(query: Query): CompiledQuery {
     }
   });
   const matchSql =
-    `select ${columns.join(", ")}, row_number() over (order by ${ordering.join(", ")}) as rn ` +
-    `from ${from.join(" ")} where ${where.join(" and ")} limit ${bind((c) => c.maxRows + 1)}`;
+    `select *, row_number() over (order by ${ordering.join(", ")}) as rn from (select ${columns.join(", ")} ` +
+    `from ${from.join(" ")} where ${where.join(" and ")} limit ${bind((c) => c.maxRows + 1)}) r`;
   const marked =
     `with m as (${matchSql}) ` +
     `select u.label, e.id, e.type, e.key, e.attributes, u.value, (select count(*)::int from m) as matches ` +
     `from (${groups.join(" union all ")}) u left join entities e on e.tenant = ${tenant()} and e.id = u.id ` +
     `order by u.label, u.first`;
-  const ordered: Binder[] = [];
-  const sql = marked.replace(/\uE000(\d+)\uE000/g, (_, index: string) => {
-    ordered.push(binders[Number(index)]!);
-    return "?";
-  });
+  const visits = bind((c) => c.maxVisits ?? Number.MAX_SAFE_INTEGER);
+  const number = (text: string) => {
+    const ordered: Binder[] = [];
+    const sql = text.replace(/\uE000(\d+)\uE000/g, (_, index: string) => {
+      ordered.push(binders[Number(index)]!);
+      return "?";
+    });
+    return { sql, bind: (context: BindContext) => ordered.map((binder) => binder(context)) };
+  };
+  const plain = number(marked.replace(/ and \uE001\w*\uE001/g, ""));
+  const count = `(case when nextval('graph_work_visits') <= ${visits}::bigint then true else graph_work_exceeded() end)`;
+  const budgeted = number(marked.replace(/\uE001(\w*)\uE001/g, (_, after: string) => (after === "" ? count : `${after}.id is not null and ${count}`)));
 
   return {
     labels,
     parameters: [...parameters],
-    sql,
-    bind: (context) => ordered.map((binder) => binder(context)),
+    sql: plain.sql,
+    bind: plain.bind,
+    budgetedSql: budgeted.sql,
+    bindBudgeted: budgeted.bind,
   };
 }
 

@@ -12,6 +12,11 @@ export interface QueryLimits {
   timeoutMs: number;
   /** Most match rows the query may produce. */
   maxRows: number;
+  /**
+   * Most rows the walk may visit (links followed and entities looked at), where the time limit
+   * cannot hold (the embedded database); default `VISITS_PER_MATCH_ROW` per allowed match row.
+   */
+  maxVisits?: number;
   /** The code a limit breach is reported with; the caller knows what failed (a transform, a calculation). */
   failureCode?: Extract<ProblemCode, "TRANSFORM_FAILED" | "CALCULATION_FAILED">;
 }
@@ -23,6 +28,9 @@ interface OutputRow extends Partial<EntityRow> {
 }
 
 const QUERY_CANCELED = "57014";
+const WORK_BUDGET_EXCEEDED = "GQ001";
+/** The default work budget: this many visited rows per allowed match row (10,000 rows: 500,000 visits, about 2 s of the embedded database). */
+export const VISITS_PER_MATCH_ROW = 50;
 
 /**
  * Runs a compiled query in the caller's tenant, as one statement inside a transaction that
@@ -35,14 +43,28 @@ export async function executeQuery(
   params: QueryParameters,
   limits: QueryLimits,
 ): Promise<QueryOutput> {
-  const bindings = compiled.bind({ tenant, params, maxRows: limits.maxRows });
   const failureCode = limits.failureCode ?? "TRANSFORM_FAILED";
+  const maxVisits = limits.maxVisits ?? limits.maxRows * VISITS_PER_MATCH_ROW;
   let rows: OutputRow[];
   try {
-    if (session.presetTimeoutMs === limits.timeoutMs) {
+    if (session.presetTimeoutMs === limits.timeoutMs && session.workBudget !== true) {
       // The pool's connections carry statement_timeout and join_collapse_limit: one round trip.
+      const bindings = compiled.bind({ tenant, params, maxRows: limits.maxRows });
       rows = ((await session.knex.raw(compiled.sql, bindings as Knex.RawBinding[])) as { rows: OutputRow[] }).rows;
+    } else if (session.workBudget === true) {
+      // Nothing can interrupt a statement here: the statement counts the rows it visits and
+      // stops itself past the budget. The count starts from zero for every query (one connection).
+      const bindings = compiled.bindBudgeted({ tenant, params, maxRows: limits.maxRows, maxVisits });
+      rows = await session.knex.transaction(async (trx) => {
+        // No Memoize or Materialize: a step served from a cache would not be counted.
+        await trx.raw(
+          "select set_config('join_collapse_limit', '1', true), set_config('enable_memoize', 'off', true), " +
+            "set_config('enable_material', 'off', true), setval('graph_work_visits', 0)",
+        );
+        return ((await trx.raw(compiled.budgetedSql, bindings as Knex.RawBinding[])) as { rows: OutputRow[] }).rows;
+      });
     } else {
+      const bindings = compiled.bind({ tenant, params, maxRows: limits.maxRows });
       rows = await session.knex.transaction(async (trx) => {
         // join_collapse_limit = 1: PostgreSQL keeps the join order the compiler wrote (and skips
         // searching for another: planning a 13-relation walk otherwise takes longer than running it).
@@ -53,6 +75,13 @@ export async function executeQuery(
       });
     }
   } catch (err) {
+    if ((err as { code?: string }).code === WORK_BUDGET_EXCEEDED) {
+      throw new ProblemError(
+        failureCode,
+        `the graph query visited more than ${maxVisits} rows of the graph (its work limit on the embedded database) and was stopped; narrow it down`,
+        { cause: err },
+      );
+    }
     if ((err as { code?: string }).code === QUERY_CANCELED) {
       throw new ProblemError(failureCode, `the graph query ran longer than ${limits.timeoutMs} ms (QUERY_TIMEOUT_MS) and was stopped`, {
         cause: err,
