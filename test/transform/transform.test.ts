@@ -1,21 +1,13 @@
 import { expect } from "chai";
+import { ACCESS_POINTS_OUTPUT, compileValid } from "../support/transforms.js";
 import { ProblemError } from "../../src/errors.js";
 import { rewriteTransform } from "../../src/transform/rewrite.js";
-import { compileTransform, evaluateTransform, type CompiledTransform } from "../../src/transform/transform.js";
+import { compileTransform, evaluateTransform } from "../../src/transform/transform.js";
 
 const LIMITS = { timeoutMs: 800, maxDepth: 200, maxSequence: 100_000 };
-const output = {
-  ap: [
-    { id: "id-1", type: "AccessPoint", key: "k1", externalId: "E1", accessPointType: "GAS" },
-    { id: "id-2", type: "AccessPoint", key: "k2", externalId: "E2" },
-  ],
-};
+const output = ACCESS_POINTS_OUTPUT;
 
-function compile(text: string): CompiledTransform {
-  const { transform, problems } = compileTransform(text, LIMITS);
-  expect(problems).to.deep.equal([]);
-  return transform!;
-}
+const compile = (text: string) => compileValid(text, LIMITS);
 
 async function failure(text: string): Promise<ProblemError> {
   try {

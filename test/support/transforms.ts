@@ -1,0 +1,17 @@
+import { expect } from "chai";
+import { compileTransform, type CompiledTransform, type TransformLimits } from "../../src/transform/transform.js";
+
+/** A query output of two access points, one without `accessPointType`. */
+export const ACCESS_POINTS_OUTPUT = {
+  ap: [
+    { id: "id-1", type: "AccessPoint", key: "k1", externalId: "E1", accessPointType: "GAS" },
+    { id: "id-2", type: "AccessPoint", key: "k2", externalId: "E2" },
+  ],
+};
+
+/** Compiles a transform the test expects to be valid. */
+export function compileValid(text: string, limits: TransformLimits): CompiledTransform {
+  const { transform, problems } = compileTransform(text, limits);
+  expect(problems).to.deep.equal([]);
+  return transform!;
+}
