@@ -80,7 +80,9 @@ export class ProblemError extends Error {
 }
 
 /** SQLSTATE classes and driver errors that mean "the database is not reachable right now". */
-const passingSqlStates = new Set(["57P01", "57P02", "57P03", "53300", "53400", "40001", "40P01"]);
+const unreachableSqlStates = new Set(["57P01", "57P02", "57P03", "53300", "53400"]);
+/** A serialization failure and a deadlock: the database rolled a transaction back so that a concurrent one could go on. */
+const writeConflictSqlStates = new Set(["40001", "40P01"]);
 const passingNodeCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
 
 function errorCode(err: unknown): string | undefined {
@@ -88,20 +90,34 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** True for faults that pass by themselves: an unreachable or restarting database, a lost connection. */
+/** True for a deadlock (40P01) or a serialization failure (40001): running the whole transaction again is safe. */
+export function isWriteConflict(err: unknown): boolean {
+  const code = errorCode(err);
+  return code !== undefined && writeConflictSqlStates.has(code);
+}
+
+/**
+ * True for faults that pass by themselves: an unreachable or restarting database, a lost connection,
+ * a conflict between concurrent writes.
+ */
 export function isPassingFault(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
+  if (isWriteConflict(err)) return true;
   const code = errorCode(err);
-  if (code !== undefined && (passingNodeCodes.has(code) || passingSqlStates.has(code) || code.startsWith("08"))) return true;
+  if (code !== undefined && (passingNodeCodes.has(code) || unreachableSqlStates.has(code) || code.startsWith("08"))) return true;
   if (err.name === "KnexTimeoutError") return true;
   return /Connection terminated|connection is closed|Client was closed|aborted|Unable to acquire a connection|PGlite is closed/i.test(
     err.message,
   );
 }
 
+/** The detail of a write that still conflicted after its retries (a deadlock or serialization failure). */
+export const WRITE_CONFLICT_DETAIL = "the database detected a conflict between concurrent writes; retry";
+
 /** Turns anything thrown into a {@link ProblemError}: kept as is, a passing fault, or an internal error. */
 export function toProblemError(err: unknown): ProblemError {
   if (err instanceof ProblemError) return err;
+  if (isWriteConflict(err)) return new ProblemError("UNAVAILABLE", WRITE_CONFLICT_DETAIL, { cause: err });
   if (isPassingFault(err)) {
     return new ProblemError("UNAVAILABLE", "the database is not reachable at the moment; retry later", { cause: err });
   }

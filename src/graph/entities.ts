@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
+import { compareKeys, writeTransaction } from "../db/write-retry.js";
 import { ProblemError, type ProblemDetail } from "../errors.js";
 import { attributeProblem, entityJson, type EntityJson, type EntityRow } from "./entity.js";
 
@@ -20,7 +21,10 @@ const UNIQUE_VIOLATION = "23505";
 /**
  * Inserts or updates entities by `(tenant, type, key)`, all in one transaction: either every
  * entity is stored or none. An upsert replaces the attributes. When the same `(type, key)` comes
- * twice in one request, the later one wins.
+ * twice in one request, the later one wins. The rows are written in `(type, key)` order, whatever
+ * the request's order, so that concurrent upserts of the same entities lock them in the same order
+ * and cannot deadlock; a conflict that still happens re-runs the whole transaction. The answer keeps
+ * the request's order.
  */
 export async function upsertEntities(knex: Knex, tenant: string, inputs: EntityInput[]): Promise<EntityJson[]> {
   const problems: ProblemDetail[] = [];
@@ -34,14 +38,15 @@ export async function upsertEntities(knex: Knex, tenant: string, inputs: EntityI
   });
   if (problems.length > 0) throw new ProblemError("INVALID_REQUEST", `${problems.length} entities are not valid`, { errors: problems });
 
+  const identity = (e: { type: string; key: string }) => `${e.type}\u0000${e.key}`;
   const byIdentity = new Map<string, EntityInput>();
-  for (const input of inputs) byIdentity.set(`${input.type}\u0000${input.key}`, input);
-  const unique = [...byIdentity.values()];
+  for (const input of inputs) byIdentity.set(identity(input), input);
+  const sorted = [...byIdentity.entries()].sort(([a], [b]) => compareKeys(a, b)).map(([, e]) => e);
 
-  return knex.transaction(async (trx) => {
+  const stored = await writeTransaction(knex, async (trx) => {
     const stored: EntityRow[] = [];
-    for (let start = 0; start < unique.length; start += UPSERT_CHUNK) {
-      const chunk = unique.slice(start, start + UPSERT_CHUNK);
+    for (let start = 0; start < sorted.length; start += UPSERT_CHUNK) {
+      const chunk = sorted.slice(start, start + UPSERT_CHUNK);
       const rows = chunk.map((e) => ({
         tenant,
         id: e.id ?? randomUUID(),
@@ -71,8 +76,10 @@ export async function upsertEntities(knex: Knex, tenant: string, inputs: EntityI
       }
       stored.push(...returned);
     }
-    return stored.map(entityJson);
+    return stored;
   });
+  const byRow = new Map(stored.map((row) => [identity(row), row]));
+  return [...byIdentity.keys()].map((key) => entityJson(byRow.get(key)!));
 }
 
 export async function getEntity(knex: Knex, tenant: string, id: string): Promise<EntityJson | undefined> {
@@ -109,7 +116,7 @@ export async function listEntities(
 
 /** Deletes an entity, its links (by cascade) and, for an Item, its events. False when there was none. */
 export async function deleteEntity(knex: Knex, tenant: string, id: string): Promise<boolean> {
-  return knex.transaction(async (trx) => {
+  return writeTransaction(knex, async (trx) => {
     const deleted: number = await trx("entities").where({ tenant, id }).del();
     if (deleted === 0) return false;
     await trx("events").where({ tenant, item_id: id }).del();

@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { compareKeys, writeTransaction } from "../db/write-retry.js";
 import { ProblemError, type ProblemDetail } from "../errors.js";
 
 /** One end of a link: an entity named by id, or by type and key. */
@@ -31,10 +32,11 @@ function refLabel(ref: EntityRef): string {
 /**
  * Stores links, all or nothing: every end is resolved first in one query per kind of reference,
  * and a reference to an entity that does not exist in the tenant fails the whole request, naming it.
- * A link that exists already is kept as it is.
+ * A link that exists already is kept as it is. The rows are written in key order, so that concurrent
+ * requests with the same links lock them in the same order; a conflict re-runs the whole transaction.
  */
 export async function createLinks(knex: Knex, tenant: string, inputs: LinkInput[]): Promise<LinkJson[]> {
-  return knex.transaction(async (trx) => {
+  return writeTransaction(knex, async (trx) => {
     const resolve = await resolveRefs(trx, tenant, inputs.flatMap((l) => [l.from, l.to]));
     const problems: ProblemDetail[] = [];
     const missing = new Set<string>();
@@ -52,8 +54,10 @@ export async function createLinks(knex: Knex, tenant: string, inputs: LinkInput[
     if (problems.length > 0) {
       throw new ProblemError("INVALID_REQUEST", `links name entities that do not exist: ${[...missing].join(", ")}`, { errors: problems });
     }
-    for (let start = 0; start < links.length; start += INSERT_CHUNK) {
-      const rows = links.slice(start, start + INSERT_CHUNK).map((l) => ({ tenant, from_id: l.from.id, relation: l.relation, to_id: l.to.id }));
+    const linkKey = (l: LinkJson) => `${l.from.id}\u0000${l.relation}\u0000${l.to.id}`;
+    const ordered = [...links].sort((a, b) => compareKeys(linkKey(a), linkKey(b)));
+    for (let start = 0; start < ordered.length; start += INSERT_CHUNK) {
+      const rows = ordered.slice(start, start + INSERT_CHUNK).map((l) => ({ tenant, from_id: l.from.id, relation: l.relation, to_id: l.to.id }));
       await trx("links").insert(rows).onConflict(["tenant", "from_id", "relation", "to_id"]).ignore();
     }
     return links;

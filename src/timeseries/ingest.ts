@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { compareKeys, writeTransaction } from "../db/write-retry.js";
 import { ProblemError, type ProblemDetail } from "../errors.js";
 import { parseEvent, type EventRecord } from "./events.js";
 
@@ -29,48 +30,77 @@ export interface IngestResult {
  * bad row fails the whole upload (nothing stored, every bad row listed up to 100); with `partial`
  * the good rows are stored and the bad ones reported. Items must exist in the tenant and must not
  * be derived (`itemAction: CALCULATE`). Re-sending an event replaces it: `(item, timestamp, sourceId)`.
+ *
+ * Each batch is written in key order, so concurrent uploads of the same events lock them in the same
+ * order. An upload that fits in one batch is held whole, and its transaction is re-run on a deadlock
+ * or serialization failure; a longer stream cannot be read twice, so a conflict there is answered
+ * `503 UNAVAILABLE` (retry the upload).
  */
 export async function ingestEvents(knex: Knex, tenant: string, rows: AsyncIterable<unknown> | Iterable<unknown>, options: IngestOptions = {}): Promise<IngestResult> {
-  return knex.transaction(async (trx) => {
-    const rejected: ProblemDetail[] = [];
-    let rejectedTotal = 0;
-    let stored = 0;
-    const items = new ItemCheck(trx, tenant);
-    let batch = new Map<string, EventRecord>();
-    const reject = (row: number, field: string, message: string) => {
-      rejectedTotal++;
-      if (rejected.length < MAX_LISTED) rejected.push({ path: `events[${row}]${field === "" ? "" : `.${field}`}`, row, message });
-    };
-    const flush = async () => {
-      const events = [...batch.values()];
-      batch = new Map();
-      const refusals = await items.refusals(events.map((e) => e.itemId));
-      const writable = events.filter((e) => !refusals.has(e.itemId));
-      for (const e of events) if (refusals.has(e.itemId)) reject(-1, "itemId", refusals.get(e.itemId)!);
-      if (rejectedTotal > 0 && !options.partial) return; // nothing will be kept: stop writing, keep checking
-      stored += await writeEvents(trx, tenant, writable);
-    };
+  const source = await holdIfShort(rows, BATCH);
+  if (source.whole) return writeTransaction(knex, (trx) => ingestInTransaction(trx, tenant, source.rows, options));
+  return knex.transaction((trx) => ingestInTransaction(trx, tenant, source.rows, options));
+}
 
-    let row = 0;
-    for await (const raw of rows) {
-      const parsed = parseEvent(raw, options.itemId, options.numericStrings);
-      if (!parsed.ok) reject(row, parsed.field, parsed.message);
-      else {
-        const e = parsed.event;
-        // The same key twice in one statement is an error for PostgreSQL; the later row wins anyway.
-        batch.set(`${e.itemId}|${e.timestamp.getTime()}|${e.sourceId}`, e);
-        if (batch.size >= BATCH) await flush();
-      }
-      row++;
-    }
-    if (batch.size > 0) await flush();
+/** The rows, read whole into memory when there are at most `limit` of them; else the rows read so far followed by the rest. */
+async function holdIfShort(
+  rows: AsyncIterable<unknown> | Iterable<unknown>,
+  limit: number,
+): Promise<{ whole: true; rows: unknown[] } | { whole: false; rows: AsyncIterable<unknown> }> {
+  if (Array.isArray(rows)) return { whole: true, rows };
+  const iterator = Symbol.asyncIterator in rows ? rows[Symbol.asyncIterator]() : (rows as Iterable<unknown>)[Symbol.iterator]();
+  const held: unknown[] = [];
+  while (held.length <= limit) {
+    const next = await iterator.next();
+    if (next.done === true) return { whole: true, rows: held };
+    held.push(next.value);
+  }
+  async function* rest(): AsyncGenerator<unknown> {
+    yield* held;
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) yield next.value;
+  }
+  return { whole: false, rows: rest() };
+}
 
-    if (rejectedTotal > 0 && !options.partial) {
-      const more = rejectedTotal > rejected.length ? ` (the first ${rejected.length} listed)` : "";
-      throw new ProblemError("INVALID_REQUEST", `${rejectedTotal} of ${row} events are not valid${more}; nothing was stored`, { errors: rejected });
+async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: AsyncIterable<unknown> | Iterable<unknown>, options: IngestOptions): Promise<IngestResult> {
+  const rejected: ProblemDetail[] = [];
+  let rejectedTotal = 0;
+  let stored = 0;
+  const items = new ItemCheck(trx, tenant);
+  let batch = new Map<string, EventRecord>();
+  const reject = (row: number, field: string, message: string) => {
+    rejectedTotal++;
+    if (rejected.length < MAX_LISTED) rejected.push({ path: `events[${row}]${field === "" ? "" : `.${field}`}`, row, message });
+  };
+  const flush = async () => {
+    const events = [...batch.entries()].sort(([a], [b]) => compareKeys(a, b)).map(([, e]) => e);
+    batch = new Map();
+    const refusals = await items.refusals(events.map((e) => e.itemId));
+    const writable = events.filter((e) => !refusals.has(e.itemId));
+    for (const e of events) if (refusals.has(e.itemId)) reject(-1, "itemId", refusals.get(e.itemId)!);
+    if (rejectedTotal > 0 && !options.partial) return; // nothing will be kept: stop writing, keep checking
+    stored += await writeEvents(trx, tenant, writable);
+  };
+
+  let row = 0;
+  for await (const raw of rows) {
+    const parsed = parseEvent(raw, options.itemId, options.numericStrings);
+    if (!parsed.ok) reject(row, parsed.field, parsed.message);
+    else {
+      const e = parsed.event;
+      // The same key twice in one statement is an error for PostgreSQL; the later row wins anyway.
+      batch.set(`${e.itemId}|${e.timestamp.getTime()}|${e.sourceId}`, e);
+      if (batch.size >= BATCH) await flush();
     }
-    return { stored, rejected, rejectedTotal };
-  });
+    row++;
+  }
+  if (batch.size > 0) await flush();
+
+  if (rejectedTotal > 0 && !options.partial) {
+    const more = rejectedTotal > rejected.length ? ` (the first ${rejected.length} listed)` : "";
+    throw new ProblemError("INVALID_REQUEST", `${rejectedTotal} of ${row} events are not valid${more}; nothing was stored`, { errors: rejected });
+  }
+  return { stored, rejected, rejectedTotal };
 }
 
 /** Remembers, per upload, which items exist and may take events. */
