@@ -123,3 +123,44 @@ export function toProblemError(err: unknown): ProblemError {
   }
   return new ProblemError("INTERNAL_ERROR", "an unexpected error occurred", { cause: err });
 }
+
+/**
+ * True for an error raised by the database or its driver (it carries PostgreSQL's `severity`), or a
+ * pool time-out. Its message may quote the SQL statement: it is logged, never shown to a caller.
+ */
+export function isDatabaseError(err: unknown): err is Error {
+  if (!(err instanceof Error)) return false;
+  return ("severity" in err && typeof err.severity === "string") || err.name === "KnexTimeoutError";
+}
+
+/** The detail a caller gets in place of a database's own message; the log keeps that under the request id. */
+export const DATABASE_FAILURE_DETAIL = "a database statement failed while answering the request; the service log names the reason under this request's id";
+
+/** The database error behind a problem, following its causes; undefined when there is none. */
+export function databaseCause(problem: ProblemError): Error | undefined {
+  const seen = new Set<unknown>();
+  for (let cause: unknown = problem.cause; cause !== undefined && !seen.has(cause); cause = (cause as { cause?: unknown }).cause) {
+    seen.add(cause);
+    if (isDatabaseError(cause)) return cause;
+    if (!(cause instanceof Error)) return undefined;
+  }
+  return undefined;
+}
+
+const SQL_TEXT = /\b(select|insert|update|delete|with)\b[\s\S]*\b(from|into|set|where|as)\b/i;
+
+/**
+ * The problem as a caller sees it. A problem caused by a database error answers with its own fixed
+ * sentence, unless that sentence (or an entry of its list) repeats the database's message or quotes
+ * SQL: then the detail is {@link DATABASE_FAILURE_DETAIL} and the list is left out.
+ */
+export function callerProblem(problem: ProblemError): Problem {
+  const body = problem.toProblem();
+  const cause = databaseCause(problem);
+  if (cause === undefined) return body;
+  const internal = [cause.message, ...("detail" in cause && typeof cause.detail === "string" ? [cause.detail] : [])].filter((m) => m.trim() !== "");
+  const leaks = (text: unknown) => typeof text === "string" && (SQL_TEXT.test(text) || internal.some((m) => text.includes(m)));
+  if (!leaks(body.detail) && !(body.errors ?? []).some((e) => Object.values(e).some(leaks))) return body;
+  const { errors: _left, ...rest } = body;
+  return { ...rest, detail: DATABASE_FAILURE_DETAIL };
+}

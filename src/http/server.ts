@@ -13,7 +13,7 @@ import Fastify, {
 } from "fastify";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
-import { ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
+import { callerProblem, databaseCause, ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Services } from "../services.js";
@@ -231,12 +231,18 @@ function describeFastifyError(fe: FastifyError): string {
   }
 }
 
+/**
+ * Answers a problem. The caller never sees SQL or a database's own message (see callerProblem):
+ * those are logged here with the request id, which is all an operator needs to find them.
+ */
 function sendProblem(problem: ProblemError, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {
   const cause = problem.cause instanceof Error ? problem.cause : undefined;
+  const database = databaseCause(problem);
   if (problem.code === "INTERNAL_ERROR") {
     logger.error("request failed", { requestId: request.id, code: problem.code, error: cause?.message, stack: cause?.stack });
-  } else if (problem.status >= 500) {
-    logger.warn("request failed", { requestId: request.id, code: problem.code, error: cause?.message ?? problem.message });
+  } else if (problem.status >= 500 || database !== undefined) {
+    const error = database?.message ?? cause?.message ?? problem.message;
+    logger.warn("request failed", { requestId: request.id, code: problem.code, status: problem.status, detail: problem.message, error });
   }
-  return reply.status(problem.status).type("application/problem+json").send(JSON.stringify(problem.toProblem()));
+  return reply.status(problem.status).type("application/problem+json").send(JSON.stringify(callerProblem(problem)));
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { toProblemError } from "../errors.js";
+import { callerProblem, toProblemError } from "../errors.js";
 
 /**
  * How a transport ends a task that threw (contract §6): a problem of the request or a definition
@@ -11,9 +11,9 @@ export type TaskOutcome = { kind: "bpmnError"; code: string; message: string } |
 
 export function taskOutcome(err: unknown): TaskOutcome {
   const problem = toProblemError(err);
-  return problem.isClientProblem
-    ? { kind: "bpmnError", code: problem.code, message: problem.message }
-    : { kind: "failure", code: problem.code, message: problem.message };
+  // The model (and whoever reads the engine's cockpit) sees what an HTTP caller would: no SQL.
+  const message = callerProblem(problem).detail;
+  return problem.isClientProblem ? { kind: "bpmnError", code: problem.code, message } : { kind: "failure", code: problem.code, message };
 }
 
 /** Retries left after a failure: the task's count (default 3 when the engine has none) minus one. */

@@ -1,5 +1,5 @@
 import jsonata from "jsonata";
-import { ProblemError, type ProblemDetail } from "../errors.js";
+import { isDatabaseError, ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import { positionAt, rewriteTransform, type ResultUse, type Rewritten } from "./rewrite.js";
 
 export interface TransformLimits {
@@ -140,6 +140,8 @@ export async function evaluateTransform(transform: CompiledTransform, input: Tra
     return await (deadline === undefined ? evaluation : Promise.race([evaluation, deadline]));
   } catch (err) {
     if (err instanceof ProblemError) throw err;
+    // A failed `$events()` statement is no fault of the transform, and its message may quote SQL.
+    if (isDatabaseError(err)) throw toProblemError(err);
     const e = err as JsonataError;
     const d = detail(transform.text, transform.rewritten, e, err instanceof Error ? err.message : "the transform failed");
     const where = d.line !== undefined ? ` at line ${d.line}, column ${d.column}` : "";
