@@ -1,6 +1,8 @@
 import { expect } from "chai";
-import { retryWriteConflicts } from "../../src/db/write-retry.js";
+import { retryWriteConflicts, writeTransaction } from "../../src/db/write-retry.js";
 import { toProblemError, WRITE_CONFLICT_DETAIL } from "../../src/errors.js";
+import { upsertEntities } from "../../src/graph/entities.js";
+import { ingestEvents } from "../../src/timeseries/ingest.js";
 import { describeEachBackend } from "../support/backends.js";
 import { testServer, type TestServer } from "../support/server.js";
 import { adminToken } from "../support/tokens.js";
@@ -179,5 +181,51 @@ describeEachBackend("concurrent bulk writes", (ctx) => {
       .map((r) => ({ itemId: r.item_id, timestamp: new Date(r.ts).toISOString(), sourceId: r.source_id, value: Number(r.value) }))
       .sort((a, b) => a.value - b.value);
     expect(stored).to.deep.equal(events);
+  });
+
+  it("re-runs the whole transaction a real deadlock broke, and both writers succeed", async function () {
+    // The embedded database has one connection: two transactions cannot hold locks at once.
+    if (ctx.name !== "postgres") this.skip();
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Site", key: "A" },
+      { type: "Site", key: "B" },
+    ]);
+    let arrived = 0;
+    let release!: () => void;
+    const bothHoldOneRow = new Promise<void>((resolve) => (release = resolve));
+    const runs = [0, 0];
+    const writer = (n: 0 | 1, first: string, second: string) =>
+      writeTransaction(
+        ctx.db.knex,
+        async (trx) => {
+          runs[n]!++;
+          const set = (key: string) => trx("entities").where({ tenant: ctx.tenant, type: "Site", key }).update({ attributes: JSON.stringify({ by: n }) });
+          await set(first);
+          if (runs[n] === 1) {
+            if (++arrived === 2) release();
+            await bothHoldOneRow;
+          }
+          await set(second);
+        },
+        { baseDelayMs: 1 },
+      );
+    await Promise.all([writer(0, "A", "B"), writer(1, "B", "A")]);
+    // PostgreSQL rolled exactly one of them back; it ran again after the other committed.
+    expect(runs[0]! + runs[1]!).to.equal(3);
+    const rows = (await ctx.db.knex("entities").where({ tenant: ctx.tenant }).orderBy("key").select("attributes")) as { attributes: { by: number } }[];
+    const last = runs[0] === 2 ? 0 : 1;
+    expect(rows.map((r) => r.attributes.by)).to.deep.equal([last, last]);
+  });
+
+  it("stores a streamed upload longer than one batch whole, reading it once", async () => {
+    const [item] = await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "Item", key: "long", attributes: { itemAction: "INGEST" } }]);
+    const count = 12_000;
+    async function* rows(): AsyncGenerator<unknown> {
+      for (let k = count - 1; k >= 0; k--) yield { itemId: item!.id, timestamp: new Date(Date.UTC(2026, 0, 1) + k * 60_000).toISOString(), value: k };
+    }
+    const result = await ingestEvents(ctx.db.knex, ctx.tenant, rows());
+    expect(result).to.deep.equal({ stored: count, rejected: [], rejectedTotal: 0 });
+    const [summary] = (await ctx.db.knex("events").where({ tenant: ctx.tenant }).select(ctx.db.knex.raw("count(*)::int as n, sum(value)::float8 as total"))) as { n: number; total: number }[];
+    expect(summary).to.deep.equal({ n: count, total: (count * (count - 1)) / 2 });
   });
 });

@@ -4,6 +4,7 @@ import { callerProblem, DATABASE_FAILURE_DETAIL, ProblemError, toProblemError } 
 import { upsertEntities } from "../../src/graph/entities.js";
 import { createLinks } from "../../src/graph/links.js";
 import { taskOutcome } from "../../src/tasks/outcome.js";
+import { compileTransform, evaluateTransform } from "../../src/transform/transform.js";
 import { describeEachBackend } from "../support/backends.js";
 import { testServer } from "../support/server.js";
 import { adminToken, userToken } from "../support/tokens.js";
@@ -77,6 +78,19 @@ describeEachBackend("no internals in answers", (ctx) => {
     expect(taskOutcome(leaking)).to.deep.equal({ kind: "bpmnError", code: "CALCULATION_FAILED", message: DATABASE_FAILURE_DETAIL });
     // Not a ProblemError: an internal error, whose sentence never named the statement.
     expect(callerProblem(toProblemError(err)).detail).to.equal("an unexpected error occurred");
+  });
+
+  it("a failing $events() statement inside a transform is a fault of the service, not a transform failure quoting it", async () => {
+    const err = await failingStatement();
+    const { transform } = compileTransform('$events("0b7c4f4e-8a51-4c1e-9d0c-3f1e2d8f7a11", {})', { timeoutMs: 5000, maxDepth: 500, maxSequence: 100_000 });
+    const thrown = await evaluateTransform(transform!, { queryOutput: {}, params: {}, events: () => Promise.reject(err) }).then(
+      () => expect.fail("the transform should fail"),
+      (e: unknown) => e as ProblemError,
+    );
+    expect(thrown).to.be.instanceOf(ProblemError);
+    expect(thrown.code).to.equal("INTERNAL_ERROR");
+    expect(thrown.cause).to.equal(err);
+    expect(JSON.stringify(callerProblem(thrown))).not.to.match(SQL_WORDS);
   });
 
   it("keeps a fixed sentence that a database error caused, and any problem without a database cause, as they are", async () => {
