@@ -121,6 +121,27 @@ const operation: fc.Arbitrary<Op> = fc.oneof<fc.Arbitrary<Op>[]>(
     refs: [r, s],
     build: (at: Parameters<Operation>[0]) => ({ method: "POST" as const, url: "/timeline/query", payload: { itemIds: [at(r, "item"), at(s, "item")], eventDateRange: RANGE } }),
   })),
+  fc.tuple(ref, ref, fc.integer({ min: 0, max: 59 })).map(([r, s, minute]) => ({
+    name: "ingest events of many items",
+    refs: [r, s],
+    build: (at: Parameters<Operation>[0]) => ({
+      method: "POST" as const,
+      url: "/events",
+      payload: { events: [r, s].map((item) => ({ itemId: at(item, "item"), timestamp: `2024-01-01T01:${String(minute).padStart(2, "0")}:00Z`, value: minute })) },
+    }),
+  })),
+  ref.map((r) => ({
+    name: "test an API definition",
+    refs: [r],
+    build: (at: Parameters<Operation>[0]) => ({
+      method: "POST" as const,
+      url: "/api-definitions/test",
+      payload: {
+        definition: { ...apiDefinition("probe"), query: `Agreement ?a; entity:key "${at(r, "key")}"; link:meter Item:?i.`, transform: "$" },
+        queryParameters: {},
+      },
+    }),
+  })),
   fc.tuple(ref, fc.integer({ min: 0, max: 59 })).map(([r, minute]) => ({
     name: "ingest events",
     refs: [r],
