@@ -100,6 +100,10 @@ export type AuthConfig =
       userClaim: string;
       issuer: string | undefined;
       audience: string | undefined;
+      /** Claim naming the tenants a token may act in: an array of names, or `"*"` (JWT_TENANTS_CLAIM). Default `tenants`. */
+      tenantsClaim: string;
+      /** Leeway for `exp`, `nbf` and `iat`, in seconds (JWT_CLOCK_SKEW_SECONDS). Default 5. */
+      clockSkewSeconds: number;
     };
 
 /** Thrown when the environment holds a value the service cannot start with. */
@@ -213,6 +217,8 @@ const authSchema = z.object({
   JWT_USER_CLAIM: optionalText,
   JWT_ISSUER: optionalText,
   JWT_AUDIENCE: optionalText,
+  JWT_TENANTS_CLAIM: optionalText,
+  JWT_CLOCK_SKEW_SECONDS: integer("JWT_CLOCK_SKEW_SECONDS", 0, 300).optional(),
   AUTH_DISABLED: booleanFlag("AUTH_DISABLED").optional(),
 });
 
@@ -301,7 +307,14 @@ function readAuth(e: z.infer<typeof authSchema>, problems: string[]): AuthConfig
     problems.push("JWT_SECRET and JWT_PUBLIC_KEY are both set: choose one");
     return undefined;
   }
-  const common = { disabled: false as const, userClaim, issuer: e.JWT_ISSUER, audience: e.JWT_AUDIENCE };
+  const common = {
+    disabled: false as const,
+    userClaim,
+    issuer: e.JWT_ISSUER,
+    audience: e.JWT_AUDIENCE,
+    tenantsClaim: e.JWT_TENANTS_CLAIM ?? "tenants",
+    clockSkewSeconds: e.JWT_CLOCK_SKEW_SECONDS ?? 5,
+  };
   if (e.JWT_SECRET !== undefined) {
     if (Buffer.byteLength(e.JWT_SECRET) < 32) {
       problems.push("JWT_SECRET must be at least 32 bytes long (HS256 needs a 256-bit key)");

@@ -34,14 +34,14 @@ async function demo(): Promise<void> {
     const base = `http://localhost:${config.port}`;
     const lines = [`\nThe service runs on ${base} (OpenAPI description: ${base}/openapi.json).`];
     if (config.auth.disabled === false && config.auth.key.kind === "secret") {
-      const token = await new SignJWT({ roles: ["admin"] })
+      const token = await new SignJWT({ roles: ["admin"], [config.auth.tenantsClaim]: [DEMO_TENANT] })
         .setProtectedHeader({ alg: "HS256", typ: "JWT" })
         .setSubject("demo-admin")
         .setIssuedAt()
         .setExpirationTime("12h")
         .sign(config.auth.key.secret);
       lines.push(
-        "An admin token for the next 12 hours:",
+        `An admin token of the tenant ${DEMO_TENANT} for the next 12 hours:`,
         `  export TOKEN=${token}`,
         "Request the example API definition (the access points of agreement AGR-1001):",
         `  curl -s -X POST '${base}/task-backend/tasks/demo/api/request' -H "Authorization: Bearer $TOKEN" -H 'X-TENANT-ID: ${DEMO_TENANT}' \\`,

@@ -26,7 +26,18 @@ describe("configuration", () => {
     expect(config.zeebeAddress).to.equal(undefined);
     expect(config.queryTimeoutMs).to.equal(5000);
     expect(config.transformTimeoutMs).to.equal(2000);
-    expect(config.auth).to.include({ disabled: false, userClaim: "sub" });
+    expect(config.auth).to.include({ disabled: false, userClaim: "sub", tenantsClaim: "tenants", clockSkewSeconds: 5 });
+  });
+
+  it("reads JWT_TENANTS_CLAIM and JWT_CLOCK_SKEW_SECONDS, and refuses a skew out of range", () => {
+    const config = loadConfig({ JWT_SECRET: SECRET, JWT_TENANTS_CLAIM: "org_ids", JWT_CLOCK_SKEW_SECONDS: "30" });
+    expect(config.auth).to.include({ tenantsClaim: "org_ids", clockSkewSeconds: 30 });
+    expect(problemsOf({ JWT_SECRET: SECRET, JWT_CLOCK_SKEW_SECONDS: "301" })).to.deep.equal([
+      "JWT_CLOCK_SKEW_SECONDS: JWT_CLOCK_SKEW_SECONDS must be between 0 and 300",
+    ]);
+    expect(problemsOf({ JWT_SECRET: SECRET, JWT_CLOCK_SKEW_SECONDS: "-1" })).to.deep.equal([
+      "JWT_CLOCK_SKEW_SECONDS: JWT_CLOCK_SKEW_SECONDS must be a whole number",
+    ]);
   });
 
   it("reads every variable it knows", () => {

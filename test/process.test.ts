@@ -140,6 +140,10 @@ describe("the demo command", function () {
         ["541448820000000028", "GAS"],
         ["541448820000000035", "ELECTRICITY"],
       ]);
+      // The printed token names the demo tenant only (contract §9).
+      const elsewhere = await fetch(url!.replace("localhost", "127.0.0.1"), { headers: { ...headers, "x-tenant-id": "another" } });
+      expect(elsewhere.status).to.equal(403);
+      expect(await elsewhere.json()).to.include({ code: "FORBIDDEN" });
       demo.child.kill("SIGTERM");
       expect(await demo.exited).to.equal(0);
     } finally {

@@ -6,14 +6,21 @@ import { ProblemError } from "../errors.js";
 export interface Principal {
   /** The configured user claim (default `sub`); undefined when the token has none. */
   userId: string | undefined;
-  /** The `roles` claim, when it is an array of strings. */
+  /** The `roles` claim, when it is an array of strings. The roles apply within {@link tenants} only. */
   roles: string[];
+  /** The tenants the token may act in (the configured tenants claim): `"*"` for every tenant. */
+  tenants: "*" | ReadonlySet<string>;
 }
 
 export type Authenticator = (authorization: string | undefined) => Promise<Principal>;
 
 /** The principal every request gets when auth is disabled (development only). */
-export const developmentPrincipal: Principal = { userId: "developer", roles: ["admin"] };
+export const developmentPrincipal: Principal = { userId: "developer", roles: ["admin"], tenants: "*" };
+
+/** Whether the principal may act in `tenant` (contract §9). */
+export function mayActIn(principal: Principal, tenant: string): boolean {
+  return principal.tenants === "*" || principal.tenants.has(tenant);
+}
 
 /**
  * Verifies `Authorization: Bearer <JWT>` with jose. Only the one algorithm the configured key is
@@ -25,7 +32,8 @@ export function createAuthenticator(auth: AuthConfig): Authenticator {
   const verifyKey = auth.key.kind === "secret" ? auth.key.secret : auth.key.key;
   const options: JWTVerifyOptions = {
     algorithms: [auth.key.kind === "secret" ? "HS256" : auth.key.algorithm],
-    clockTolerance: 5,
+    clockTolerance: auth.clockSkewSeconds,
+    requiredClaims: ["exp"],
   };
   if (auth.issuer !== undefined) options.issuer = auth.issuer;
   if (auth.audience !== undefined) options.audience = auth.audience;
@@ -38,10 +46,29 @@ export function createAuthenticator(auth: AuthConfig): Authenticator {
     } catch (err) {
       throw new ProblemError("UNAUTHENTICATED", reasonRejected(err));
     }
+    // jose checks iat only against a maximum age; a token issued in the future is refused here.
+    if (typeof payload.iat === "number" && payload.iat > Date.now() / 1000 + auth.clockSkewSeconds) {
+      throw new ProblemError("UNAUTHENTICATED", `the token's "iat" claim is not valid: it lies in the future`);
+    }
     const user = payload[auth.userClaim];
     const roles = Array.isArray(payload.roles) ? payload.roles.filter((r): r is string => typeof r === "string") : [];
-    return { userId: typeof user === "string" || typeof user === "number" ? String(user) : undefined, roles };
+    const tenants = readTenants(payload[auth.tenantsClaim], auth.tenantsClaim);
+    return { userId: typeof user === "string" || typeof user === "number" ? String(user) : undefined, roles, tenants };
   };
+}
+
+/**
+ * The tenants claim: an array of tenant names (`"*"` among them means every tenant), or `"*"`.
+ * Absent, it names no tenant. Any other shape is a token this service cannot read: refused as
+ * unauthenticated rather than guessed at.
+ */
+function readTenants(claim: unknown, name: string): "*" | ReadonlySet<string> {
+  if (claim === undefined) return new Set();
+  if (claim === "*") return "*";
+  if (Array.isArray(claim) && claim.every((t): t is string => typeof t === "string")) {
+    return claim.includes("*") ? "*" : new Set(claim);
+  }
+  throw new ProblemError("UNAUTHENTICATED", `the token's "${name}" claim is not valid: it must be an array of tenant names or "*"`);
 }
 
 function bearerToken(authorization: string | undefined): string {

@@ -18,7 +18,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Services } from "../services.js";
 import type { RunningWorker } from "../../workers/camunda7/worker.js";
-import type { Authenticator, Principal } from "./auth.js";
+import { mayActIn, type Authenticator, type Principal } from "./auth.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
 import { eventRoutes } from "./routes/events.js";
@@ -91,6 +91,10 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
     if (access === "public") return;
     request.principal = await authenticate(request.headers.authorization);
     request.tenant = readTenant(request.headers["x-tenant-id"]);
+    // Decided before any handler reads; the answer is the same whether the tenant exists or not.
+    if (!mayActIn(request.principal, request.tenant)) {
+      throw new ProblemError("FORBIDDEN", "this token does not name the tenant in X-TENANT-ID");
+    }
     if (access === "admin" && !request.principal.roles.includes("admin")) {
       throw new ProblemError("FORBIDDEN", "this endpoint needs a token whose roles claim contains admin");
     }

@@ -161,7 +161,7 @@ describeEachBackend("API definitions over REST", (ctx) => {
     expect(res.json()).to.deep.equal({ mine: [{ key: "t1" }], me: "user-42" });
     expectProblem(await request({ apiDefinitionExternalId: "my-tasks", queryParameters: { userId: "someone" } }), 400, "INVALID_QUERY_PARAMETERS");
     // A valid token without a user claim cannot stand for ${userId}.
-    const anonymous = await new SignJWT({ roles: [] }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("5m").sign(new TextEncoder().encode(TEST_JWT_SECRET));
+    const anonymous = await new SignJWT({ roles: [], tenants: "*" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("5m").sign(new TextEncoder().encode(TEST_JWT_SECRET));
     const noUser = expectProblem(await request({ apiDefinitionExternalId: "my-tasks" }, ctx.tenant, anonymous), 400, "INVALID_QUERY_PARAMETERS");
     expect(noUser.errors).to.deep.equal([{ path: "queryParameters.userId", message: "the token carries no user id for ${userId}" }]);
   });

@@ -116,6 +116,132 @@ describe("authentication and tenancy", () => {
     }
   });
 
+  describe("token times (exp required, nbf and iat with the clock skew)", () => {
+    const now = () => Math.floor(Date.now() / 1000);
+    it("refuses a token without exp, naming exp", async () => expect401(`Bearer ${await hsToken({ roles: ["admin"], expiresIn: null })}`, /"exp" claim/));
+    it("refuses a token whose nbf lies beyond the skew", async () =>
+      expect401(`Bearer ${await hsToken({ roles: ["admin"], claims: { nbf: now() + 60 } })}`, /"nbf" claim/));
+    it("refuses a token whose iat lies beyond the skew", async () =>
+      expect401(`Bearer ${await hsToken({ roles: ["admin"], claims: { iat: now() + 60 } })}`, /"iat" claim .*future/));
+    it("refuses a token that expired beyond the skew", async () =>
+      expect401(`Bearer ${await hsToken({ roles: ["admin"], expiresIn: now() - 10 })}`, /expired/));
+    it("accepts nbf, iat and exp within the default skew of 5 s", async () => {
+      const token = await hsToken({ roles: ["admin"], expiresIn: now() - 2, claims: { nbf: now() + 2, iat: now() + 2 } });
+      const res = await list({ authorization: `Bearer ${token}`, "x-tenant-id": randomTenant() });
+      expect(res.statusCode).to.equal(200);
+    });
+    it("uses JWT_CLOCK_SKEW_SECONDS", async () => {
+      const wide = await testServer(db, { JWT_CLOCK_SKEW_SECONDS: "120" });
+      const none = await testServer(db, { JWT_CLOCK_SKEW_SECONDS: "0" });
+      try {
+        const token = await hsToken({ roles: ["admin"], expiresIn: now() - 60, claims: { nbf: now() + 60, iat: now() + 60 } });
+        const headers = { authorization: `Bearer ${token}`, "x-tenant-id": randomTenant() };
+        expect((await wide.app.inject({ method: "GET", url: "/graph/entities", headers })).statusCode).to.equal(200);
+        const future = await hsToken({ roles: ["admin"], claims: { iat: now() + 3 } });
+        const refused = await none.app.inject({ method: "GET", url: "/graph/entities", headers: { ...headers, authorization: `Bearer ${future}` } });
+        expect(refused.statusCode).to.equal(401);
+        expect((refused.json() as { detail: string }).detail).to.match(/"iat" claim/);
+      } finally {
+        await wide.app.close();
+        await none.app.close();
+      }
+    });
+  });
+
+  describe("tenant binding (the tenants claim)", () => {
+    async function call(tenant: string, options: Parameters<typeof hsToken>[0], url = "/graph/entities") {
+      return server.app.inject({ method: "GET", url, headers: { authorization: `Bearer ${await hsToken(options)}`, "x-tenant-id": tenant } });
+    }
+    function expect403(res: Awaited<ReturnType<typeof call>>, tenant: string) {
+      expect(res.statusCode).to.equal(403);
+      expect(res.headers["content-type"]).to.match(/^application\/problem\+json/);
+      const body = res.json() as { code: string; detail: string };
+      expect(body).to.include({ code: "FORBIDDEN", status: 403, detail: "this token does not name the tenant in X-TENANT-ID" });
+      expect(JSON.stringify(body)).not.to.include(tenant);
+    }
+
+    it("lets a token act in the tenants it names, and only there", async () => {
+      const [a, b, c] = [randomTenant(), randomTenant(), randomTenant()];
+      expect((await call(a, { roles: ["admin"], tenants: [a, b] })).statusCode).to.equal(200);
+      expect((await call(b, { roles: ["admin"], tenants: [a, b] })).statusCode).to.equal(200);
+      expect403(await call(c, { roles: ["admin"], tenants: [a, b] }), c);
+    });
+
+    it("answers a tenant that exists and one that does not alike", async () => {
+      const [mine, existing] = [randomTenant(), randomTenant()];
+      await server.app.inject({
+        method: "POST",
+        url: "/graph/entities",
+        headers: { authorization: `Bearer ${await adminToken()}`, "x-tenant-id": existing },
+        payload: { entities: [{ type: "Agreement", key: "AGR-1" }] },
+      });
+      const a = await call(existing, { roles: ["admin"], tenants: [mine] });
+      const b = await call(randomTenant(), { roles: ["admin"], tenants: [mine] });
+      expect403(a, existing);
+      expect(a.json()).to.deep.equal(b.json());
+    });
+
+    it('treats "*" (alone or in the array) as every tenant', async () => {
+      expect((await call(randomTenant(), { roles: ["admin"], tenants: "*" })).statusCode).to.equal(200);
+      expect((await call(randomTenant(), { roles: ["admin"], tenants: ["other", "*"] })).statusCode).to.equal(200);
+    });
+
+    it("gives a token without the claim no tenant", async () => {
+      const tenant = randomTenant();
+      expect403(await call(tenant, { roles: ["admin"], tenants: null }), tenant);
+      expect403(await call(tenant, { roles: ["admin"], tenants: [] }), tenant);
+    });
+
+    it("checks the tenant before the role, and on the request endpoint too", async () => {
+      const tenant = randomTenant();
+      expect403(await call(tenant, { roles: [], tenants: ["elsewhere"] }), tenant);
+      const res = await server.app.inject({
+        method: "POST",
+        url: "/task-backend/tasks/x/api/request",
+        headers: { authorization: `Bearer ${await hsToken({ tenants: ["elsewhere"] })}`, "x-tenant-id": tenant },
+        payload: { apiDefinitionExternalId: "anything" },
+      });
+      expect403(res, tenant);
+    });
+
+    it("keeps roles within the named tenants: an admin of A is refused in B", async () => {
+      const [a, b] = [randomTenant(), randomTenant()];
+      expect((await call(a, { roles: ["admin"], tenants: [a] })).statusCode).to.equal(200);
+      expect403(await call(b, { roles: ["admin"], tenants: [a] }), b);
+      const user = await call(a, { roles: [], tenants: [a] });
+      expect(user.statusCode).to.equal(403);
+      expect(user.json()).to.include({ code: "FORBIDDEN" });
+      expect((user.json() as { detail: string }).detail).to.match(/admin/);
+    });
+
+    for (const [shape, value] of [
+      ["a single name", "acme"],
+      ["a number", 7],
+      ["an array with a number", ["acme", 7]],
+      ["an object", { acme: true }],
+    ] as const) {
+      it(`refuses a tenants claim that is ${shape} as unauthenticated`, async () =>
+        expect401(`Bearer ${await hsToken({ roles: ["admin"], tenants: null, claims: { tenants: value } })}`, /"tenants" claim .*array of tenant names/));
+    }
+
+    it("reads the claim named by JWT_TENANTS_CLAIM", async () => {
+      const custom = await testServer(db, { JWT_TENANTS_CLAIM: "https://example.com/tenants" });
+      try {
+        const tenant = randomTenant();
+        const get = async (claims: Record<string, unknown>) =>
+          custom.app.inject({
+            method: "GET",
+            url: "/graph/entities",
+            headers: { authorization: `Bearer ${await hsToken({ roles: ["admin"], tenants: null, claims })}`, "x-tenant-id": tenant },
+          });
+        expect((await get({ "https://example.com/tenants": [tenant] })).statusCode).to.equal(200);
+        expect403(await get({ tenants: [tenant] }), tenant);
+      } finally {
+        await custom.app.close();
+      }
+    });
+  });
+
   it("uses the HS256 test secret the server is configured with", () => {
     expect(server.config.auth.disabled === false && server.config.auth.key.kind).to.equal("secret");
     expect(TEST_JWT_SECRET.length).to.be.at.least(32);

@@ -7,7 +7,10 @@ export const TEST_JWT_SECRET = "test-secret-that-is-at-least-32-bytes-long";
 export interface TokenOptions {
   roles?: string[];
   sub?: string;
-  expiresIn?: string | number;
+  /** `exp`: a duration or an epoch second; `null` leaves it out. Default 10 minutes. */
+  expiresIn?: string | number | null;
+  /** The `tenants` claim; `null` leaves it out. Default `"*"` (every tenant). */
+  tenants?: string[] | "*" | null;
   claims?: JWTPayload;
 }
 
@@ -17,11 +20,13 @@ export async function hsToken(options: TokenOptions = {}, secret = TEST_JWT_SECR
 }
 
 export async function sign(key: Uint8Array | KeyObject, alg: string, options: TokenOptions = {}): Promise<string> {
-  const jwt = new SignJWT({ roles: options.roles ?? [], ...options.claims })
+  const tenants = options.tenants === undefined ? "*" : options.tenants;
+  const jwt = new SignJWT({ roles: options.roles ?? [], ...(tenants === null ? {} : { tenants }), ...options.claims })
     .setProtectedHeader({ alg, typ: "JWT" })
-    .setSubject(options.sub ?? "user-1")
-    .setIssuedAt();
-  jwt.setExpirationTime(options.expiresIn ?? "10m");
+    .setSubject(options.sub ?? "user-1");
+  // An `iat` given in `claims` stands; otherwise the token is issued now.
+  if (options.claims?.iat === undefined) jwt.setIssuedAt();
+  if (options.expiresIn !== null) jwt.setExpirationTime(options.expiresIn ?? "10m");
   return jwt.sign(key);
 }
 
