@@ -33,7 +33,7 @@ async function main(): Promise<void> {
     console.log(`postgres: ${count} entities, server pid ${server.child.pid}, ${concurrency} concurrent clients`);
 
     const key = new TextEncoder().encode(SECRET);
-    const token = await new SignJWT({ roles: ["admin"] }).setProtectedHeader({ alg: "HS256" }).setSubject("bench").setExpirationTime("1h").sign(key);
+    const token = await new SignJWT({ roles: ["admin"], tenants: [tenant] }).setProtectedHeader({ alg: "HS256" }).setSubject("bench").setExpirationTime("1h").sign(key);
     const headers = { authorization: `Bearer ${token}`, "x-tenant-id": tenant, "content-type": "application/json" };
     const base = `http://127.0.0.1:${port}`;
     const created = await fetch(`${base}/api-definitions`, { method: "POST", headers, body: JSON.stringify(EXAMPLE_DEFINITION) });

@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   try {
     await server.waitFor(/listening/).catch(() => undefined);
     for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok).catch(() => false)); i++) await new Promise((r) => setTimeout(r, 200));
-    const token = await new SignJWT({ roles: ["admin"] }).setProtectedHeader({ alg: "HS256" }).setSubject("bench").setExpirationTime("1h").sign(new TextEncoder().encode(SECRET));
+    const token = await new SignJWT({ roles: ["admin"], tenants: [tenant] }).setProtectedHeader({ alg: "HS256" }).setSubject("bench").setExpirationTime("1h").sign(new TextEncoder().encode(SECRET));
     const headers = { authorization: `Bearer ${token}`, "x-tenant-id": tenant };
     const created = (await (
       await fetch(`http://127.0.0.1:${port}/graph/entities`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ entities: [{ type: "Item", key: "stream" }] }) })
