@@ -67,17 +67,19 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
   let rejectedTotal = 0;
   let stored = 0;
   const items = new ItemCheck(trx, tenant);
-  let batch = new Map<string, EventRecord>();
+  let batch = new Map<string, { event: EventRecord; row: number }>();
   const reject = (row: number, field: string, message: string) => {
     rejectedTotal++;
     if (rejected.length < MAX_LISTED) rejected.push({ path: `events[${row}]${field === "" ? "" : `.${field}`}`, row, message });
   };
   const flush = async () => {
-    const events = [...batch.entries()].sort(([a], [b]) => compareKeys(a, b)).map(([, e]) => e);
+    const entries = [...batch.entries()].sort(([a], [b]) => compareKeys(a, b)).map(([, e]) => e);
     batch = new Map();
-    const refusals = await items.refusals(events.map((e) => e.itemId));
-    const writable = events.filter((e) => !refusals.has(e.itemId));
-    for (const e of events) if (refusals.has(e.itemId)) reject(-1, "itemId", refusals.get(e.itemId)!);
+    const refusals = await items.refusals(entries.map((e) => e.event.itemId));
+    const writable = entries.filter((e) => !refusals.has(e.event.itemId)).map((e) => e.event);
+    // Refusals are listed by row, as the caller wrote them: their order never depends on the ids.
+    const refused = entries.filter((e) => refusals.has(e.event.itemId)).sort((x, y) => x.row - y.row);
+    for (const { event, row } of refused) reject(row, "itemId", refusals.get(event.itemId)!);
     if (rejectedTotal > 0 && !options.partial) return; // nothing will be kept: stop writing, keep checking
     stored += await writeEvents(trx, tenant, writable);
   };
@@ -89,13 +91,14 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     else {
       const e = parsed.event;
       // The same key twice in one statement is an error for PostgreSQL; the later row wins anyway.
-      batch.set(`${e.itemId}|${e.timestamp.getTime()}|${e.sourceId}`, e);
+      batch.set(`${e.itemId}|${e.timestamp.getTime()}|${e.sourceId}`, { event: e, row });
       if (batch.size >= BATCH) await flush();
     }
     row++;
   }
   if (batch.size > 0) await flush();
 
+  rejected.sort((x, y) => (x.row as number) - (y.row as number));
   if (rejectedTotal > 0 && !options.partial) {
     const more = rejectedTotal > rejected.length ? ` (the first ${rejected.length} listed)` : "";
     throw new ProblemError("INVALID_REQUEST", `${rejectedTotal} of ${row} events are not valid${more}; nothing was stored`, { errors: rejected });

@@ -150,6 +150,23 @@ describeEachBackend("time series over REST", (ctx) => {
     expect((foreign.json() as { errors: { message: string }[] }).errors[0]?.message).to.equal(`there is no Item ${item} in this tenant`);
   });
 
+  it("names the row of each event for an unknown item, in row order whatever the ids", async () => {
+    const [high, low] = ["ffffffff-ffff-4fff-bfff-ffffffffffff", "00000000-0000-4000-8000-000000000000"];
+    const res = await post(`/events`, {
+      events: [
+        { itemId: item, timestamp: "2024-01-01T00:00:00Z", value: 1 },
+        { itemId: high, timestamp: "2024-01-01T00:00:00Z", value: 2 },
+        { itemId: low, timestamp: "2024-01-01T00:00:00Z", value: 3 },
+      ],
+    });
+    expect(res.statusCode).to.equal(400);
+    const body = res.json() as { errors: { path: string; row: number; message: string }[] };
+    expect(body.errors).to.deep.equal([
+      { path: "events[1].itemId", row: 1, message: `there is no Item ${high} in this tenant` },
+      { path: "events[2].itemId", row: 2, message: `there is no Item ${low} in this tenant` },
+    ]);
+  });
+
   it("streams NDJSON and CSV uploads in batches", async () => {
     const lines = Array.from({ length: 12_001 }, (_, i) => JSON.stringify({ timestamp: new Date(Date.UTC(2024, 0, 1) + i * 60_000).toISOString(), value: i }));
     const ndjson = await post(`/items/${item}/events`, lines.join("\n"), { "content-type": "application/x-ndjson" });
