@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import type { GraphSession } from "../db/database.js";
-import { ProblemError } from "../errors.js";
+import { ProblemError, isUniqueViolation } from "../errors.js";
 import { executeQuery, type QueryLimits } from "../graph/query/execute.js";
 import { bucketStarts } from "../timeseries/bucket-range.js";
 import { checkInterval, nextBucketStart } from "../timeseries/buckets.js";
@@ -113,7 +113,7 @@ export class Calculations {
         .returning(COLUMNS)) as Row[];
       return toDefinition(row!);
     } catch (err) {
-      if ((err as { code?: string }).code === "23505") {
+      if (isUniqueViolation(err)) {
         throw new ProblemError("INVALID_DEFINITION", `a calculation definition with externalId "${input.externalId}" already exists in this tenant`, { status: 409, cause: err });
       }
       throw err;
