@@ -23,14 +23,22 @@ export const EXTERNAL_ID_PATTERN = "^[A-Za-z0-9._:~-]+$";
  */
 export const MAX_OFFSET = 2_147_483_647;
 
-/** The instants accepted anywhere: 0001-01-01T00:00:00Z up to, not including, 10000-01-01T00:00:00Z. */
-export const MIN_INSTANT_MS = Date.parse("0001-01-01T00:00:00Z");
-export const MAX_INSTANT_MS = Date.parse("+010000-01-01T00:00:00Z");
-export const INSTANT_RANGE_TEXT = "from 0001-01-01T00:00:00Z up to 9999-12-31T23:59:59.999Z";
+/**
+ * The instants accepted anywhere: four-digit years, from 1000-01-01T00:00:00Z up to, not including,
+ * 9999-12-31T23:59:59.999Z, at which a range may end (so that every stored event can be asked
+ * for). PostgreSQL and luxon go far beyond; the embedded database's driver reads the years 0–99
+ * as 1900–1999 and cannot send a year past 9999, and no series here reaches back a thousand years.
+ */
+export const MIN_INSTANT_MS = Date.parse("1000-01-01T00:00:00Z");
+export const MAX_INSTANT_MS = Date.parse("9999-12-31T23:59:59.999Z");
+export const INSTANT_RANGE_TEXT = "from 1000-01-01T00:00:00Z up to, not including, 9999-12-31T23:59:59.999Z (at which a range may end)";
 
-/** True when the instant (ms since the epoch) lies in the accepted range. */
-export function instantInRange(ms: number): boolean {
-  return Number.isFinite(ms) && ms >= MIN_INSTANT_MS && ms < MAX_INSTANT_MS;
+/**
+ * True when the instant (ms since the epoch) lies in the accepted range; `rangeEnd`: the end of a
+ * half-open range, which may be the first instant past it, so that the last one can be asked for.
+ */
+export function instantInRange(ms: number, rangeEnd = false): boolean {
+  return Number.isFinite(ms) && ms >= MIN_INSTANT_MS && (ms < MAX_INSTANT_MS || (rangeEnd && ms === MAX_INSTANT_MS));
 }
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

@@ -45,7 +45,7 @@ export async function refuseForeignCharset(request: FastifyRequest): Promise<voi
 export async function refuseFaultyText(request: FastifyRequest): Promise<void> {
   const faults = [
     ...inputFaults(request.params, "params"),
-    ...inputFaults(request.query, "query"),
+    ...inputFaults(request.query, "querystring"),
     ...(request.body instanceof Readable ? [] : inputFaults(request.body, "body")),
   ];
   if (faults.length === 0) return;

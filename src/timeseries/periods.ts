@@ -119,6 +119,6 @@ function instant(text: unknown, now: DateTime, path: string): DateTime {
   if (token === "{{today}}") return now.startOf("day");
   const parsed = DateTime.fromISO(token, { zone: "utc", setZone: true });
   if (!parsed.isValid) throw invalid(`"${text}" is not an ISO-8601 date-time, {{now}} or {{today}}`, path);
-  if (!instantInRange(parsed.toMillis())) throw invalid(`"${text}" is outside the accepted dates, ${INSTANT_RANGE_TEXT}`, path);
+  if (!instantInRange(parsed.toMillis(), path.endsWith(".to"))) throw invalid(`"${text}" is outside the accepted dates, ${INSTANT_RANGE_TEXT}`, path);
   return parsed.setZone(now.zone);
 }

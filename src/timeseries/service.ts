@@ -31,7 +31,8 @@ export function seriesRequestProblems(request: SeriesRequest): ProblemDetail[] {
   };
   // The zone given, or any valid one: only the shape is checked here.
   collect(() => resolveEventDateRange(request.eventDateRange, new Date(), "UTC"));
-  collect(() => checkQueryOptions(request.queryOptions ?? {}));
+  // Absent is no options; anything else, null included, must be an object.
+  collect(() => checkQueryOptions(request.queryOptions === undefined ? {} : request.queryOptions));
   return problems;
 }
 
