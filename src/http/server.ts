@@ -76,7 +76,9 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
     onProtoPoisoning: "ignore",
     onConstructorPoisoning: "ignore",
     clientErrorHandler,
-    frameworkErrors: (err, request, reply) => sendProblem(frameworkProblem(err), request, reply, logger),
+    frameworkErrors: (err, request, reply) => {
+      void sendProblem(frameworkProblem(err), request, reply, logger);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(schemaCompiler());
   // Only JSON bodies are accepted unless a route adds its own parser (NDJSON, CSV): text is a 415.
