@@ -170,6 +170,17 @@ export function checkQueryOptions(options: QueryOptions): void {
   }
 }
 
+/**
+ * A bucket's sum (avg and sum add in double precision) passing ±1.8e308 is PostgreSQL's 22003: the
+ * events' values are the cause, not the service, so it is a 422 naming the metric (the database's
+ * error stays in the log).
+ */
+function overflow(err: unknown, metric: Metric): unknown {
+  if ((err as { code?: unknown } | null)?.code !== "22003") return err;
+  const message = `the values of a bucket add up beyond the range of a double (±1.8e308) for the metric ${metric}; use min, max, count, open or close, or filter the events`;
+  return new ProblemError("INVALID_REQUEST", message, { status: 422, errors: [{ path: "queryOptions.aggregation.metric", message }], cause: err });
+}
+
 /** SQL for the start of the bucket holding `ts`, in the range's zone. */
 function bucketSql(knex: Knex, interval: Interval, range: ResolvedRange): Knex.Raw {
   const fixed = fixedLengthMs(interval);
@@ -235,7 +246,10 @@ export async function aggregateEvents(knex: Knex, tenant: string, timeline: Time
         .as("e"),
     )
     .groupBy(single ? ["b"] : ["item_id", "b"])
-    .orderBy("b")) as (BucketRow & { item: string })[];
+    .orderBy("b")
+    .catch((err: unknown) => {
+      throw overflow(err, metric);
+    })) as (BucketRow & { item: string })[];
   const byKey = new Map<string, Map<number, BucketRow>>();
   for (const row of rows) {
     const key = row.item;

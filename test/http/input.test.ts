@@ -289,6 +289,22 @@ describeEachBackend("input at the edge", (ctx) => {
       expect(entities.json()).to.deep.include({ entities: [], offset: MAX_OFFSET });
     });
 
+    it("answers a bucket whose values add up beyond a double with a 422 naming the metric; min and max still answer", async () => {
+      const id = await item();
+      const events = [
+        { timestamp: "2024-01-01T00:00:00Z", value: 1.7e308, sourceId: "a" },
+        { timestamp: "2024-01-01T00:10:00Z", value: 1.7e308, sourceId: "b" },
+      ];
+      expect((await call("POST", `/items/${id}/events`, { events })).statusCode).to.equal(200);
+      const aggregate = (metric: string) => call("POST", `/items/${id}/events/query`, { eventDateRange: DAY, queryOptions: { aggregation: { metric, interval: "Daily" } } });
+      for (const metric of ["avg", "sum"]) {
+        const body = expectProblem(await aggregate(metric), 422);
+        expectPath(body, "queryOptions.aggregation.metric");
+        expect(body.detail).to.match(new RegExp(`beyond the range of a double .* metric ${metric};`));
+      }
+      expect((await aggregate("max")).json()).to.deep.equal({ buckets: [{ timestamp: "2024-01-01T00:00:00.000Z", value: 1.7e308 }] });
+    });
+
     it("takes ids as plain uuids only: urn:uuid:, braces and other text are a 400 naming the parameter", async () => {
       const id = await item();
       for (const bad of [`urn:uuid:${id}`, `{${id}}`, "not-a-uuid", `${id}0`]) {
