@@ -5,8 +5,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { EXTERNAL_ID_MAX_LENGTH, MAX_OFFSET } from "../../src/input.js";
 import { MAX_PARAM_LENGTH } from "../../src/http/input.js";
 import { describeEachBackend } from "../support/backends.js";
-import { testServer, type TestServer } from "../support/server.js";
-import { adminToken } from "../support/tokens.js";
+import { adminServer, testServer, type TestServer } from "../support/server.js";
 
 type Problem = { status: number; code: string; title: string; type: string; detail: string; errors?: { path?: string; message: string }[] };
 
@@ -32,17 +31,11 @@ const uuid = "3f2b8c1e-9a4d-4e6f-8b2a-1c3d5e7f9a0b";
 const DAY = { period: "Custom range", from: "2024-01-01T00:00:00Z", to: "2024-01-02T00:00:00Z", timeZone: "UTC" };
 
 describeEachBackend("input at the edge", (ctx) => {
-  let server: TestServer;
-  let token: string;
-  before(async () => {
-    server = await testServer(ctx.db);
-    token = await adminToken();
-  });
-  after(() => server.app.close());
+  const suite = adminServer(ctx);
 
-  const headers = () => ({ authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant });
+  const headers = () => ({ authorization: `Bearer ${suite.token}`, "x-tenant-id": ctx.tenant });
   const call = (method: "POST" | "PUT" | "PATCH" | "GET" | "DELETE", url: string, payload?: unknown, extra: Record<string, string> = {}) =>
-    server.app.inject({ method, url, payload: payload as string, headers: { ...headers(), ...extra } });
+    suite.server.app.inject({ method, url, payload: payload as string, headers: { ...headers(), ...extra } });
   const raw = (method: "POST" | "PUT", url: string, text: string, contentType = "application/json") => call(method, url, text, { "content-type": contentType });
   const item = async () => {
     const res = await call("POST", "/graph/entities", { entities: [{ type: "Item", key: "m1", attributes: { itemAction: "INGEST" } }] });
@@ -142,7 +135,7 @@ describeEachBackend("input at the edge", (ctx) => {
     });
 
     it("refuses an X-TENANT-ID that is not visible ASCII, naming the header", async () => {
-      const res = await server.app.inject({ method: "GET", url: "/graph/entities", headers: { authorization: `Bearer ${token}`, "x-tenant-id": "t\u0001x" } });
+      const res = await suite.server.app.inject({ method: "GET", url: "/graph/entities", headers: { authorization: `Bearer ${suite.token}`, "x-tenant-id": "t\u0001x" } });
       expectPath(expectProblem(res, 400), "headers.x-tenant-id");
     });
   });
@@ -396,7 +389,7 @@ describeEachBackend("input at the edge", (ctx) => {
     it("answers a JSON body declared in any charset but UTF-8 with 415, before reading it", async () => {
       const body = JSON.stringify({ entities: [{ type: "M", key: "k" }] });
       for (const type of ["application/json; charset=utf-16", "application/json;charset=UTF-16LE", 'application/json; charset="latin1"', "application/json; charset=iso-8859-1"]) {
-        const res = await server.app.inject({ method: "POST", url: "/graph/entities", payload: Buffer.from(body, "utf16le"), headers: { ...headers(), "content-type": type } });
+        const res = await suite.server.app.inject({ method: "POST", url: "/graph/entities", payload: Buffer.from(body, "utf16le"), headers: { ...headers(), "content-type": type } });
         expectPath(expectProblem(res, 415), "headers.content-type");
       }
       const csv = await raw("POST", `/items/${uuid}/events`, "timestamp,value\n", "text/csv; charset=utf-16");
@@ -441,7 +434,7 @@ describeEachBackend("input at the edge", (ctx) => {
         socket.write(bytes);
       });
     const request = (lines: string[], body = "") => `${lines.join("\r\n")}\r\nConnection: close\r\n\r\n${body}`;
-    const auth = () => [`Authorization: Bearer ${token}`, `X-Tenant-Id: ${ctx.tenant}`, "Host: x"];
+    const auth = () => [`Authorization: Bearer ${suite.token}`, `X-Tenant-Id: ${ctx.tenant}`, "Host: x"];
     const expectRaw = (res: { status: number; headers: Record<string, string>; body: Problem }, status: number) => {
       expect(res.status, JSON.stringify(res.body)).to.equal(status);
       expect(res.headers["content-type"]).to.match(/^application\/problem\+json/);
