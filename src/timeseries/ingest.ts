@@ -70,7 +70,7 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
   let batch = new Map<string, { event: EventRecord; row: number }>();
   const reject = (row: number, field: string, message: string) => {
     rejectedTotal++;
-    if (rejected.length < MAX_LISTED) rejected.push({ path: `events[${row}]${field === "" ? "" : `.${field}`}`, row, message });
+    if (rejected.length < MAX_LISTED) rejected.push({ path: `events[${row}]${field === "" || field.startsWith("[") ? field : `.${field}`}`, row, message });
   };
   const flush = async () => {
     const entries = [...batch.entries()].sort(([a], [b]) => compareKeys(a, b)).map(([, e]) => e);
