@@ -248,5 +248,8 @@ function sendProblem(problem: ProblemError, request: FastifyRequest, reply: Fast
     const error = database?.message ?? cause?.message ?? problem.message;
     logger.warn("request failed", { requestId: request.id, code: problem.code, status: problem.status, detail: problem.message, error });
   }
+  // A streamed upload that failed part-way is no longer read: the connection closes after the
+  // answer, so the client gets the answer and stops sending instead of blocking on a full socket.
+  if (!request.raw.complete) reply.header("connection", "close");
   return reply.status(problem.status).type("application/problem+json").send(JSON.stringify(callerProblem(problem)));
 }
