@@ -108,7 +108,7 @@ export function isPassingFault(err: unknown): boolean {
   const code = errorCode(err);
   if (code !== undefined && (passingNodeCodes.has(code) || unreachableSqlStates.has(code) || code === STATEMENT_CANCELED || code.startsWith("08"))) return true;
   if (err.name === "KnexTimeoutError") return true;
-  return /Connection terminated|connection is closed|Client was closed|aborted|Unable to acquire a connection|PGlite is closed/i.test(
+  return /Connection terminated|connection is closed|Client was closed|not queryable|aborted|Unable to acquire a connection|PGlite is closed/i.test(
     err.message,
   );
 }
@@ -121,7 +121,7 @@ export function toProblemError(err: unknown): ProblemError {
   if (err instanceof ProblemError) return err;
   if (isWriteConflict(err)) return new ProblemError("UNAVAILABLE", WRITE_CONFLICT_DETAIL, { cause: err });
   if (errorCode(err) === STATEMENT_CANCELED || (err instanceof Error && err.name === "DatabaseTimeoutError")) {
-    return new ProblemError("UNAVAILABLE", "the database did not answer within its time-out (DATABASE_STATEMENT_TIMEOUT_MS); retry later", { cause: err });
+    return new ProblemError("UNAVAILABLE", "the database did not answer in time; retry later", { cause: err });
   }
   if (isPassingFault(err)) {
     return new ProblemError("UNAVAILABLE", "the database is not reachable at the moment; retry later", { cause: err });

@@ -99,6 +99,7 @@ interface PgConnection {
 }
 const KnexPgClient = requireCjs("knex/lib/dialects/postgres/index.js") as new (config: Knex.Config) => {
   _query(connection: PgConnection, obj: unknown): Promise<unknown>;
+  _acquireOnlyConnection(): Promise<PgConnection>;
 };
 
 /**
@@ -108,6 +109,16 @@ const KnexPgClient = requireCjs("knex/lib/dialects/postgres/index.js") as new (c
  * request's query) would wait behind it.
  */
 class PostgresClient extends KnexPgClient {
+  /** The driver's connect time-out says only "timeout expired": it is named for what it is. */
+  override async _acquireOnlyConnection(): Promise<PgConnection> {
+    try {
+      return await super._acquireOnlyConnection();
+    } catch (err) {
+      if (!(err instanceof Error) || !/^timeout expired$|connection timeout/i.test(err.message)) throw err;
+      throw new DatabaseTimeoutError("the database did not complete a new connection within the connect time-out", { cause: err });
+    }
+  }
+
   override async _query(connection: PgConnection, obj: unknown): Promise<unknown> {
     try {
       return await super._query(connection, obj);
