@@ -2,10 +2,15 @@ import { randomUUID } from "node:crypto";
 import { request } from "node:http";
 import { expect } from "chai";
 import knexFactory, { type Knex } from "knex";
+import { loadConfig } from "../../src/config.js";
+import { openDatabase } from "../../src/db/database.js";
+import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
+import { createServices } from "../../src/services.js";
+import { Camunda7Engine } from "../support/camunda7.js";
 import { TemporaryPostgres } from "../support/pg-instance.js";
 import { freePort, startNode, type RunningProcess } from "../support/process.js";
 import { adminToken, TEST_JWT_SECRET } from "../support/tokens.js";
-import { waitUntil } from "../support/workers.js";
+import { processTaskLines, seedWorkerTenant, waitUntil } from "../support/workers.js";
 
 /** The bounds the service under test runs with (short, so that the faults pass quickly). */
 const STATEMENT_TIMEOUT_MS = 2000;
@@ -311,5 +316,68 @@ describe("database faults, on a PostgreSQL instance of the test's own", function
     );
     expect(Number(failure!.match(/(\d+) attempts/)![1])).to.be.greaterThan(1);
     expect(child.lines.filter((l) => /^\s+at /.test(l)), "a stack trace").to.deep.equal([]);
+  });
+});
+
+describe("database faults with a Camunda 7 worker attached, on a PostgreSQL instance of the test's own", function () {
+  this.timeout(180_000);
+  let pg: TemporaryPostgres | undefined;
+  let engine: Camunda7Engine | undefined;
+  let service: { process: RunningProcess; base: string } | undefined;
+  const tenant = `camunda-fault-${randomUUID()}`;
+
+  before(async () => {
+    [pg, engine] = await Promise.all([TemporaryPostgres.create(), Camunda7Engine.start()]);
+    await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
+    const db = await openDatabase({ databaseUrl: pg.url(), dataDir: "memory://", poolSize: 2 });
+    try {
+      await seedWorkerTenant(createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET }), db), db, tenant);
+    } finally {
+      await db.close();
+    }
+    service = await startService(pg, {
+      CAMUNDA_URL: engine.baseUrl,
+      CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: "1000",
+      WORKER_LOCK_DURATION_MS: "5000",
+      // Back-off of 1, 2, 4, 8, 16 s: the outage below passes well within it.
+      WORKER_DEFAULT_RETRIES: "6",
+    });
+  });
+  after(async () => {
+    service?.process.kill();
+    await engine?.stop();
+    pg?.destroy();
+  });
+
+  it("stopped and started again while instances run: every instance ends exactly once, through the task's completion, none twice, none lost", async () => {
+    const start = () => engine!.startInstance("api-request-example", { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, queryParameters: { publicId: "AGR-1" } });
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) ids.push(await start());
+    await waitUntil(() => processTaskLines(service!.process.lines).some((l) => l.outcome === "completed"), "a task completed before the stop");
+    pg!.stopImmediately();
+    try {
+      for (let i = 0; i < 15; i++) ids.push(await start());
+      await waitUntil(() => processTaskLines(service!.process.lines).some((l) => String(l.outcome).startsWith("failure")), "a task failed while the database is down");
+    } finally {
+      pg!.start();
+    }
+    for (let i = 0; i < 5; i++) ids.push(await start());
+
+    for (const id of ids) expect(await engine!.settle(id, 60_000), `instance ${id}`).to.equal("ended");
+    for (const id of ids) {
+      const ends = await engine!.call<{ activityId: string }[]>("GET", `/history/activity-instance?processInstanceId=${id}&activityType=noneEndEvent`);
+      expect(ends.map((e) => e.activityId), `ends of ${id}`).to.deep.equal(["EndFound"]);
+      const successes = await engine!.call<unknown[]>("GET", `/history/external-task-log?processInstanceId=${id}&successLog=true`);
+      expect(successes, `completions of ${id}`).to.have.length(1);
+    }
+    // The worker's own account: no task reported completed twice, and some failed while the database was down.
+    const lines = processTaskLines(service!.process.lines);
+    const completed = lines.filter((l) => l.outcome === "completed").map((l) => String(l.taskId));
+    expect(completed.length).to.equal(ids.length);
+    expect(new Set(completed).size).to.equal(completed.length);
+    const failures = lines.filter((l) => l.outcome !== "completed");
+    expect(failures.length).to.be.greaterThan(0);
+    expect(failures.filter((l) => l.outcome !== "failure UNAVAILABLE"), "failures other than UNAVAILABLE").to.deep.equal([]);
+    expect(service!.process.child.exitCode).to.equal(null);
   });
 });
