@@ -265,6 +265,7 @@ function sendProblem(problem: ProblemError, request: FastifyRequest, reply: Fast
     const error = database?.message ?? cause?.message ?? problem.message;
     logger.warn("request failed", { requestId: request.id, code: problem.code, status: problem.status, detail: problem.message, error });
   }
-  if (!request.raw.complete) reply.raw.once("finish", () => drainThenClose(request.raw));
+  // `complete` is false only on a real connection whose body was not read to its end (an injected request has none).
+  if ((request.raw.complete as boolean | undefined) === false) reply.raw.once("finish", () => drainThenClose(request.raw));
   return reply.status(problem.status).type("application/problem+json").send(JSON.stringify(callerProblem(problem)));
 }

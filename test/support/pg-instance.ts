@@ -19,11 +19,6 @@ function runAs(): { uid: number; gid: number; prefix: string[] } | undefined {
   return { uid, gid, prefix: ["runuser", "-u", "postgres", "--"] };
 }
 
-/** True when this machine can start a PostgreSQL instance of its own (the fault tests need one). */
-export function canStartPostgres(): boolean {
-  return existsSync(join(PG_BIN, "initdb")) && existsSync(join(PG_BIN, "pg_ctl"));
-}
-
 /**
  * A PostgreSQL instance of the test's own: initdb into a temporary folder, trust authentication,
  * 127.0.0.1 on a free port. It can be stopped hard (`-m immediate`), frozen (SIGSTOP of the
@@ -125,8 +120,14 @@ export class TemporaryPostgres {
       try {
         this.run("pg_ctl", ["-D", this.dataDir, "-m", "immediate", "-w", "stop"]);
       } catch {
-        // killed below if still there
-        for (const pid of this.processes()) process.kill(pid, "SIGKILL");
+        // pg_ctl could not stop it: the processes are killed.
+        for (const pid of this.processes()) {
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+        }
       }
     }
     rmSync(this.dir, { recursive: true, force: true });
