@@ -165,10 +165,16 @@ describe("database faults, on a PostgreSQL instance of the test's own", function
     pg?.destroy();
   });
 
-  it("stopped with -m immediate and started again: every acknowledged row stored, failures only 503, recovery without a restart", async () => {
-    const tenant = `fault-${randomUUID()}`;
+  /** Three writers in a fresh tenant, once 20 of their writes were stored. */
+  const writing = async (prefix: string) => {
+    const tenant = `${prefix}-${randomUUID()}`;
     const writers = new SteadyWriters(service!.base, token, tenant, await createItem(service!.base, token, tenant), 3);
-    await waitUntil(() => writers.successesSince(0) >= 20, "writes before the stop");
+    await waitUntil(() => writers.successesSince(0) >= 20, "writes before the fault");
+    return writers;
+  };
+
+  it("stopped with -m immediate and started again: every acknowledged row stored, failures only 503, recovery without a restart", async () => {
+    const writers = await writing("fault");
     const stoppedAt = Date.now();
     pg.stopImmediately();
     await waitUntil(() => writers.outcomes.some((o) => o.started > stoppedAt && o.status === 503), "a 503 while stopped");
@@ -192,9 +198,7 @@ describe("database faults, on a PostgreSQL instance of the test's own", function
   });
 
   it("frozen with SIGSTOP: 503 within the statement time-out plus a second, /health within a second, recovery after SIGCONT", async () => {
-    const tenant = `freeze-${randomUUID()}`;
-    const writers = new SteadyWriters(service!.base, token, tenant, await createItem(service!.base, token, tenant), 3);
-    await waitUntil(() => writers.successesSince(0) >= 20, "writes before the freeze");
+    const writers = await writing("freeze");
     const frozenAt = Date.now();
     pg.freeze();
     let healthWhileFrozen: Awaited<ReturnType<typeof health>>[];
