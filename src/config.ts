@@ -3,6 +3,7 @@ import { accessSync, constants, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import { EXPRESSION_LIMIT_CEILINGS } from "./calculation/expression-size.js";
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from "./db/timeouts.js";
 
 /**
  * Everything the server and the workers read from the environment, validated once at start-up.
@@ -67,6 +68,8 @@ export interface Config {
   zeebeRootCertPath: string | undefined;
   /** OAuth client credentials for Zeebe (ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL, ZEEBE_TOKEN_AUDIENCE). */
   zeebeOAuth: { url: string; clientId: string; clientSecret: string; audience?: string } | undefined;
+  /** Bounds of the database connections (DATABASE_*_TIMEOUT_MS, DATABASE_KEEPALIVE_MS); see {@link DatabaseTimeouts}. */
+  databaseTimeouts: DatabaseTimeouts;
 }
 
 export interface WorkerSettings {
@@ -205,6 +208,15 @@ const envSchema = z.object({
   ZEEBE_CLIENT_SECRET: optionalText,
   ZEEBE_OAUTH_URL: optionalText.refine((v) => v === undefined || isUrl(v, ["http:", "https:"]), "ZEEBE_OAUTH_URL must be an http(s) URL"),
   ZEEBE_TOKEN_AUDIENCE: optionalText,
+  // Database faults: bounds of every connection (src/db/timeouts.ts).
+  DATABASE_CONNECT_TIMEOUT_MS: integer("DATABASE_CONNECT_TIMEOUT_MS", 100, 600_000).optional(),
+  DATABASE_ACQUIRE_TIMEOUT_MS: integer("DATABASE_ACQUIRE_TIMEOUT_MS", 100, 600_000).optional(),
+  DATABASE_STATEMENT_TIMEOUT_MS: integer("DATABASE_STATEMENT_TIMEOUT_MS", 100, 3_600_000).optional(),
+  DATABASE_IDLE_TIMEOUT_MS: integer("DATABASE_IDLE_TIMEOUT_MS", 100, 3_600_000).optional(),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: integer("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 0, 3_600_000).optional(),
+  DATABASE_KEEPALIVE_MS: integer("DATABASE_KEEPALIVE_MS", 0, 3_600_000).optional(),
+  DATABASE_PROBE_TIMEOUT_MS: integer("DATABASE_PROBE_TIMEOUT_MS", 50, 900).optional(),
+  DATABASE_STARTUP_TIMEOUT_MS: integer("DATABASE_STARTUP_TIMEOUT_MS", 0, 3_600_000).optional(),
   ZEEBE_ADDRESS: optionalText.refine(
     (v) => v === undefined || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(v),
     "ZEEBE_ADDRESS must be host:port, like localhost:26500",
@@ -247,6 +259,12 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     const oauth = [parsed.data.ZEEBE_CLIENT_ID, parsed.data.ZEEBE_CLIENT_SECRET, parsed.data.ZEEBE_OAUTH_URL];
     if (oauth.some((v) => v !== undefined) && oauth.some((v) => v === undefined)) {
       problems.push("ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none");
+    }
+    // A graph query is a database statement: its own time-out cannot be the longer one.
+    const graphTimeout = parsed.data.QUERY_TIMEOUT_MS ?? 5000;
+    const statementTimeout = parsed.data.DATABASE_STATEMENT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.statementMs;
+    if (graphTimeout > statementTimeout) {
+      problems.push(`QUERY_TIMEOUT_MS (${graphTimeout}) must not be longer than DATABASE_STATEMENT_TIMEOUT_MS (${statementTimeout})`);
     }
     // A shutdown lets the Camunda 7 long poll in progress finish: it must fit in the shutdown's time.
     const longPoll = parsed.data.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS ?? 10_000;
@@ -297,6 +315,16 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
       e.ZEEBE_CLIENT_ID !== undefined && e.ZEEBE_CLIENT_SECRET !== undefined && e.ZEEBE_OAUTH_URL !== undefined
         ? { url: e.ZEEBE_OAUTH_URL, clientId: e.ZEEBE_CLIENT_ID, clientSecret: e.ZEEBE_CLIENT_SECRET, ...(e.ZEEBE_TOKEN_AUDIENCE !== undefined ? { audience: e.ZEEBE_TOKEN_AUDIENCE } : {}) }
         : undefined,
+    databaseTimeouts: {
+      connectMs: e.DATABASE_CONNECT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.connectMs,
+      acquireMs: e.DATABASE_ACQUIRE_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.acquireMs,
+      statementMs: e.DATABASE_STATEMENT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.statementMs,
+      idleMs: e.DATABASE_IDLE_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.idleMs,
+      idleInTransactionMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.idleInTransactionMs,
+      keepAliveMs: e.DATABASE_KEEPALIVE_MS ?? DEFAULT_DATABASE_TIMEOUTS.keepAliveMs,
+      probeMs: e.DATABASE_PROBE_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.probeMs,
+      startupMs: e.DATABASE_STARTUP_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.startupMs,
+    },
   };
 }
 

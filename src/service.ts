@@ -1,5 +1,5 @@
 import type { Config } from "./config.js";
-import { openDatabase, type Database } from "./db/database.js";
+import { openDatabase, redactUrl, type Database } from "./db/database.js";
 import { createAuthenticator } from "./http/auth.js";
 import { buildServer, type App } from "./http/server.js";
 import type { Logger } from "./logger.js";
@@ -39,6 +39,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
     queryTimeoutMs: config.queryTimeoutMs,
+    timeouts: config.databaseTimeouts,
     onWarning: (message) => logger.warn("database", { message }),
   });
   logger.info("database ready", { kind: db.kind, location: db.kind === "embedded" ? config.dataDir : redactUrl(config.databaseUrl) });
@@ -90,16 +91,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
 }
 
 /** A connection string without its password, fit for a log line. */
-export function redactUrl(url: string | undefined): string | undefined {
-  if (url === undefined) return undefined;
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== "") parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(unparseable)";
-  }
-}
+export { redactUrl } from "./db/database.js";
 
 /** The process-engine workers the configuration asks for. */
 function startWorkers(config: Config, services: Services, db: Database, logger: Logger, metrics: Metrics): RunningWorker[] {

@@ -126,6 +126,28 @@ describe("configuration", () => {
     expect(problemsOf({ JWT_SECRET: SECRET, WORKER_MAX_TASKS: "0" })).to.deep.equal(["WORKER_MAX_TASKS: WORKER_MAX_TASKS must be between 1 and 1000"]);
   });
 
+  it("reads the database bounds, with their defaults, and keeps the graph time-out within the statement time-out", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET }).databaseTimeouts).to.deep.equal({
+      connectMs: 5000,
+      acquireMs: 10_000,
+      statementMs: 30_000,
+      idleMs: 30_000,
+      idleInTransactionMs: 60_000,
+      keepAliveMs: 10_000,
+      probeMs: 800,
+      startupMs: 60_000,
+    });
+    const custom = loadConfig({ JWT_SECRET: SECRET, DATABASE_STATEMENT_TIMEOUT_MS: "2000", QUERY_TIMEOUT_MS: "1000", DATABASE_KEEPALIVE_MS: "0", DATABASE_STARTUP_TIMEOUT_MS: "0" }).databaseTimeouts;
+    expect(custom).to.include({ statementMs: 2000, keepAliveMs: 0, startupMs: 0 });
+    expect(problemsOf({ JWT_SECRET: SECRET, DATABASE_STATEMENT_TIMEOUT_MS: "2000" })).to.deep.equal([
+      "QUERY_TIMEOUT_MS (5000) must not be longer than DATABASE_STATEMENT_TIMEOUT_MS (2000)",
+    ]);
+    // /health answers within a second: its probe cannot wait longer.
+    expect(problemsOf({ JWT_SECRET: SECRET, DATABASE_PROBE_TIMEOUT_MS: "1000" })).to.deep.equal([
+      "DATABASE_PROBE_TIMEOUT_MS: DATABASE_PROBE_TIMEOUT_MS must be between 50 and 900",
+    ]);
+  });
+
   it("reads Zeebe TLS and OAuth, and refuses OAuth settings given only in part", () => {
     const config = loadConfig({ JWT_SECRET: SECRET, ZEEBE_ADDRESS: "zeebe:26500", ZEEBE_TLS: "true", ZEEBE_CLIENT_ID: "id", ZEEBE_CLIENT_SECRET: "s", ZEEBE_OAUTH_URL: "https://login.example/oauth/token" });
     expect(config.zeebeTls).to.equal(true);
