@@ -92,6 +92,11 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/** A request that is not of the documented shape, naming the place (`errors[0].path`). */
+export function invalidRequest(message: string, path: string, status = 400): ProblemError {
+  return new ProblemError("INVALID_REQUEST", message, { status, errors: [{ path, message }] });
+}
+
 /** True for a unique violation (23505): a row with the same key exists or was written concurrently. */
 export function isUniqueViolation(err: unknown): boolean {
   return errorCode(err) === "23505";
