@@ -1,11 +1,12 @@
 import { expect } from "chai";
-import { loadConfig } from "../../src/config.js";
+import { camunda7Settings, loadConfig, type Camunda7Settings } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
 import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
 import { createLogger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
 import { createServices, type Services } from "../../src/services.js";
-import { jsonVariables, startCamunda7Worker, type Camunda7WorkerOptions, type RunningWorker } from "../../workers/camunda7/worker.js";
+import type { RunningWorker } from "../../src/tasks/runner.js";
+import { jsonVariables, startCamunda7Worker } from "../../workers/camunda7/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
 import { Camunda7Engine } from "../support/camunda7.js";
 import { freePort, startNode } from "../support/process.js";
@@ -23,8 +24,9 @@ describe("Camunda 7 worker against a real engine", function () {
   let tenant: string;
   const workers: RunningWorker[] = [];
   const metrics = new Metrics();
-  const start = (s: Services, logs = new MemoryTransport(), options: Partial<Camunda7WorkerOptions> = {}) => {
-    const worker = startCamunda7Worker(s, { baseUrl: engine.baseUrl, database: db.knex, asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000, ...options }, createLogger("info", [logs]), metrics);
+  const start = (s: Services, logs = new MemoryTransport(), options: Partial<Camunda7Settings> = {}) => {
+    const settings = camunda7Settings(options.url ?? engine.baseUrl, { asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000, ...options });
+    const worker = startCamunda7Worker(s, settings, { database: db.knex, logger: createLogger("debug", [logs]), metrics });
     workers.push(worker);
     return { worker, logs };
   };
@@ -235,7 +237,7 @@ describe("Camunda 7 worker against a real engine", function () {
   it("survives a lost engine connection: logs it once, backs off, and takes tasks again when the engine is back", async () => {
     const proxy = await TcpProxy.start(new URL(engine.baseUrl).host);
     try {
-      const { logs } = start(services, new MemoryTransport(), { baseUrl: proxy.through(engine.baseUrl) });
+      const { logs } = start(services, new MemoryTransport(), { url: proxy.through(engine.baseUrl) });
       const before = await run({ queryParameters: { publicId: "AGR-1" } });
       expect(await engine.settle(before)).to.equal("ended");
       await proxy.cut();
