@@ -189,10 +189,10 @@ describe("Camunda 7 worker against a real engine", function () {
   });
 
   it("on SIGTERM while idle in a long poll: runs the task that poll brings, then exits 0", async () => {
-    const server = await startServer();
+    const server = await startServer({ LOG_LEVEL: "debug" });
     try {
-      // The worker is waiting in a long poll (3 s here); a task created now is handed to that poll.
-      await new Promise((r) => setTimeout(r, 300));
+      // The worker is waiting in a long poll (3 s here) once it has logged its fetch; a task created now is handed to that poll.
+      await server.waitFor(/"message":"camunda 7 fetch"/);
       server.child.kill("SIGTERM");
       await server.waitFor(/shutting down/);
       const id = await run({ queryParameters: { publicId: "AGR-1" } });
@@ -242,10 +242,12 @@ describe("Camunda 7 worker against a real engine", function () {
       expect(await engine.settle(before)).to.equal("ended");
       await proxy.cut();
       // A long poll cut off on the way is still waiting at the engine for its 1 s: a task created
-      // then would be locked for a worker that never hears of it, until the lock expires.
-      await new Promise((r) => setTimeout(r, 1500));
+      // then would be locked for a worker that never hears of it, until the lock expires. Once the
+      // worker has failed three polls (0.5 s, then 1 s apart), that poll has ended.
+      await waitUntil(() => failedPolls(logs.entries) >= 3, "three failed polls");
       const during = await run({ queryParameters: { publicId: "AGR-1" } });
-      await new Promise((r) => setTimeout(r, 3000));
+      // A fourth failed poll, 2 s later: the worker keeps trying, the task waits.
+      await waitUntil(() => failedPolls(logs.entries) >= 4, "four failed polls");
       expect((await engine.call<{ state: string }>("GET", `/history/process-instance/${during}`)).state).to.equal("ACTIVE");
       expect(logs.entries.filter((e) => e.message === "camunda 7 unreachable; retrying")).to.have.length(1);
       await proxy.restore();
@@ -259,6 +261,12 @@ describe("Camunda 7 worker against a real engine", function () {
     }
   });
 });
+
+/** The failed polls of the current outage, as the worker's debug lines count them (the first failure is the warning). */
+function failedPolls(entries: Record<string, unknown>[]): number {
+  const counts = entries.filter((e) => e.message === "camunda 7 still unreachable").map((e) => Number(e.failedPolls));
+  return Math.max(entries.some((e) => e.message === "camunda 7 unreachable; retrying") ? 1 : 0, ...counts);
+}
 
 describe("Camunda 7 output variables", () => {
   it("are Json variables whatever the JSON value, serialised once (as complete() sends them)", () => {

@@ -158,7 +158,9 @@ describe("Zeebe worker against a real engine", function () {
       expect(await engine.settle(before)).to.equal("ended");
       await proxy.cut();
       const during = await startInstance({ queryParameters: { publicId: "AGR-1" } });
-      await new Promise((r) => setTimeout(r, 4000));
+      // Three failed probes (0.5, 1 and 2 s apart): the worker keeps trying, the job waits.
+      const failedProbes = () => Math.max(0, ...logs.entries.filter((e) => e.message === "zeebe gateway still unreachable").map((e) => Number(e.failedProbes)));
+      await waitUntil(() => failedProbes() >= 3, "three failed probes");
       expect(await engine.endEvent(during)).to.equal(undefined);
       expect(logs.entries.filter((e) => e.message === "zeebe gateway unreachable; retrying")).to.have.length(1);
       await proxy.restore();
