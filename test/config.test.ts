@@ -114,29 +114,14 @@ describe("configuration", () => {
   it("reads the worker settings, with their defaults", () => {
     const engines = { JWT_SECRET: SECRET, CAMUNDA_URL: "http://localhost:8080/engine-rest", ZEEBE_ADDRESS: "localhost:26500" };
     const defaults = loadConfig(engines);
-    expect(defaults.camunda7).to.deep.equal({
-      url: "http://localhost:8080/engine-rest",
-      topics: { apiRequest: "api-request", calculateSeries: "calculate-series" },
-      maxTasks: 10,
-      lockDurationMs: 30_000,
-      asyncResponseTimeoutMs: 10_000,
-      defaultRetries: 3,
-      workerId: undefined,
-    });
     // Both engines read the same worker settings, each default applied once.
-    expect(defaults.zeebe).to.deep.equal({
-      address: "localhost:26500",
-      topics: { apiRequest: "api-request", calculateSeries: "calculate-series" },
-      maxTasks: 10,
-      lockDurationMs: 30_000,
-      defaultRetries: 3,
-      tls: false,
-      rootCertPath: undefined,
-      oauth: undefined,
-    });
+    const shared = { topics: { apiRequest: "api-request", calculateSeries: "calculate-series" }, maxTasks: 10, lockDurationMs: 30_000, defaultRetries: 3 };
+    expect(defaults.camunda7).to.deep.equal({ url: "http://localhost:8080/engine-rest", ...shared, asyncResponseTimeoutMs: 10_000, workerId: undefined });
+    expect(defaults.zeebe).to.deep.equal({ address: "localhost:26500", ...shared, tls: false, rootCertPath: undefined, oauth: undefined });
     const custom = loadConfig({ ...engines, TOPIC_API_REQUEST: "api-req", WORKER_MAX_TASKS: "4", WORKER_LOCK_DURATION_MS: "60000", CAMUNDA_WORKER_ID: "w1" });
-    expect(custom.camunda7).to.deep.include({ topics: { apiRequest: "api-req", calculateSeries: "calculate-series" }, maxTasks: 4, lockDurationMs: 60_000, workerId: "w1" });
-    expect(custom.zeebe).to.deep.include({ topics: { apiRequest: "api-req", calculateSeries: "calculate-series" }, maxTasks: 4, lockDurationMs: 60_000 });
+    const given = { topics: { apiRequest: "api-req", calculateSeries: "calculate-series" }, maxTasks: 4, lockDurationMs: 60_000 };
+    expect(custom.camunda7).to.deep.include({ ...given, workerId: "w1" });
+    expect(custom.zeebe).to.deep.include(given);
     expect(problemsOf({ JWT_SECRET: SECRET, WORKER_MAX_TASKS: "0" })).to.deep.equal(["WORKER_MAX_TASKS: WORKER_MAX_TASKS must be between 1 and 1000"]);
   });
 
