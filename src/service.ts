@@ -6,7 +6,8 @@ import type { Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { createServices, type Services } from "./services.js";
 import { releaseAllInHand, removeStaleInHand } from "./tasks/in-hand.js";
-import { startCamunda7Worker, type RunningWorker } from "../workers/camunda7/worker.js";
+import type { RunningWorker } from "./tasks/runner.js";
+import { startCamunda7Worker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker } from "../workers/zeebe/worker.js";
 
 /** The running service: the one place that creates connections and wires the parts together. */
@@ -63,7 +64,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
       const address = await server.listen({ port: config.port, host: config.host });
       services.transforms.warm();
       // CAMUNDA_URL / ZEEBE_ADDRESS set: the workers run beside the REST server.
-      if (config.camundaUrl !== undefined || config.zeebeAddress !== undefined) {
+      if (config.camunda7 !== undefined || config.zeebe !== undefined) {
         await removeStaleInHand(db.knex, new Date(Date.now() - TASKS_IN_HAND_HORIZON_MS)).then(
           (removed) => removed > 0 && logger.info("dropped stale rows of tasks_in_hand", { removed }),
           (err: unknown) => logger.warn("could not drop stale rows of tasks_in_hand", { error: err instanceof Error ? err.message : String(err) }),
@@ -95,32 +96,9 @@ export { redactUrl } from "./db/database.js";
 
 /** The process-engine workers the configuration asks for. */
 function startWorkers(config: Config, services: Services, db: Database, logger: Logger, metrics: Metrics): RunningWorker[] {
-  const w = config.workers;
-  const started: RunningWorker[] = [];
-  if (config.camundaUrl !== undefined) {
-    const options = {
-      baseUrl: config.camundaUrl,
-      database: db.knex,
-      topics: { apiRequest: w.apiRequestTopic, calculateSeries: w.calculateSeriesTopic },
-      maxTasks: w.maxTasks,
-      lockDurationMs: w.lockDurationMs,
-      asyncResponseTimeoutMs: w.asyncResponseTimeoutMs,
-      defaultRetries: w.defaultRetries,
-    };
-    started.push(startCamunda7Worker(services, w.workerId !== undefined ? { ...options, workerId: w.workerId } : options, logger, metrics));
-  }
-  if (config.zeebeAddress !== undefined) {
-    const options = {
-      address: config.zeebeAddress,
-      database: db.knex,
-      tls: config.zeebeTls,
-      ...(config.zeebeRootCertPath !== undefined ? { rootCertPath: config.zeebeRootCertPath } : {}),
-      jobTypes: { apiRequest: w.apiRequestTopic, calculateSeries: w.calculateSeriesTopic },
-      maxJobsToActivate: w.maxTasks,
-      timeoutMs: w.lockDurationMs,
-      defaultRetries: w.defaultRetries,
-    };
-    started.push(startZeebeWorker(services, config.zeebeOAuth !== undefined ? { ...options, oauth: config.zeebeOAuth } : options, logger, metrics));
-  }
-  return started;
+  const deps = { database: db.knex, logger, metrics };
+  return [
+    ...(config.camunda7 !== undefined ? [startCamunda7Worker(services, config.camunda7, deps)] : []),
+    ...(config.zeebe !== undefined ? [startZeebeWorker(services, config.zeebe, deps)] : []),
+  ];
 }

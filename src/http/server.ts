@@ -17,7 +17,7 @@ import { callerProblem, databaseCause, ProblemError, toProblemError, type Proble
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Services } from "../services.js";
-import type { RunningWorker } from "../../workers/camunda7/worker.js";
+import type { RunningWorker } from "../tasks/runner.js";
 import { mayActIn, type Authenticator, type Principal } from "./auth.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
