@@ -35,7 +35,7 @@ export class RunningProcess {
   }
 
   /** Resolves with the first line (past or future) that matches, or rejects after the timeout. */
-  waitFor(pattern: RegExp, timeoutMs = 30_000): Promise<string> {
+  waitFor(pattern: RegExp, timeoutMs = 90_000): Promise<string> {
     const seen = this.lines.find((l) => pattern.test(l));
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
