@@ -6,12 +6,12 @@ import { expressionSizeProblem, type ExpressionLimits } from "./expression-size.
 export const INTERNAL_VARIABLES = ["time", "from", "to", "interval", "now", "index", "previousValue", "previousPreviousValue", "firstValue"] as const;
 
 /** Pure functions an expression may call; anything else (import, evaluate, parse, simplify, derivative, createUnit …) is refused. */
-const FUNCTIONS = new Set([
+export const ALLOWED_FUNCTIONS: ReadonlySet<string> = new Set([
   "abs", "sqrt", "cbrt", "exp", "expm1", "log", "log10", "log2", "log1p", "pow", "min", "max", "mean", "median", "sum", "prod",
   "round", "floor", "ceil", "fix", "sign", "mod", "hypot", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
   "isNaN", "not", "and", "or", "xor", "equal", "unequal", "larger", "smaller", "largerEq", "smallerEq", "clamp",
 ]);
-const CONSTANTS = new Set(["pi", "e", "PI", "E", "tau", "phi"]);
+export const ALLOWED_CONSTANTS: ReadonlySet<string> = new Set(["pi", "e", "PI", "E", "tau", "phi"]);
 const OPERATOR_NODES = new Set(["OperatorNode", "ParenthesisNode", "ConditionalNode", "ConstantNode", "SymbolNode", "FunctionNode"]);
 
 // One restricted instance: the functions an attacker would reach for are replaced by refusals,
@@ -99,14 +99,14 @@ function checkAndCompile(text: string, root: MathNode, known: ReadonlySet<string
     if (node.type === "FunctionNode") {
       const fn = (node as unknown as { fn: MathNode }).fn;
       const name = fn.type === "SymbolNode" ? (fn as unknown as { name: string }).name : undefined;
-      if (name === undefined || !FUNCTIONS.has(name)) problems.push({ message: `function ${name ?? "(computed)"} is not allowed; allowed: ${[...FUNCTIONS].join(", ")}` });
+      if (name === undefined || !ALLOWED_FUNCTIONS.has(name)) problems.push({ message: `function ${name ?? "(computed)"} is not allowed; allowed: ${[...ALLOWED_FUNCTIONS].join(", ")}` });
       return;
     }
     if (node.type === "SymbolNode") {
       if (parent?.type === "FunctionNode" && path === "fn") return;
       const name = (node as unknown as { name: string }).name;
       if (known.has(name)) variables.add(name);
-      else if (!CONSTANTS.has(name)) problems.push({ message: `unknown variable "${name}": not a scope name nor an internal variable (${INTERNAL_VARIABLES.join(", ")})` });
+      else if (!ALLOWED_CONSTANTS.has(name)) problems.push({ message: `unknown variable "${name}": not a scope name nor an internal variable (${INTERNAL_VARIABLES.join(", ")})` });
     }
   });
   if (problems.length > 0) return { problems };

@@ -1,0 +1,156 @@
+import { expect } from "chai";
+import fc from "fast-check";
+import { compileToClosures, LeavesRealNumbers, recordFill, type Value } from "../../src/calculation/expression-closures.js";
+import { ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, compileExpression, evaluateWithMathjs, INTERNAL_VARIABLES, NAMESPACE, parseExpression } from "../../src/calculation/expression.js";
+import { EXPRESSION_LIMIT_CEILINGS } from "../../src/calculation/expression-size.js";
+
+/**
+ * The closures against mathjs's own evaluation, on expressions drawn from the grammar the checker
+ * accepts: every operator the parser makes, conditionals, every allowed function (with right and
+ * wrong numbers of arguments), constants, booleans and scope names, nested; scopes with nulls,
+ * NaN, ±Infinity, -0, huge and tiny numbers.
+ */
+
+const VARIABLES = ["a", "b", "c", "index", "previousValue"];
+// Names of the scope that are also a function and a constant of mathjs: mathjs reads them from the scope.
+const SHADOWING = ["max", "tau"];
+const KNOWN = new Set([...VARIABLES, ...SHADOWING, ...INTERNAL_VARIABLES]);
+
+const BINARY = ["+", "-", "*", "/", "^", "%", "mod", ".*", "./", ".^", "==", "!=", "<", ">", "<=", ">=", "and", "or", "xor", "&", "|", "^|", "<<", ">>", ">>>", "??", "to", ""];
+const PREFIX = ["-", "+", "not ", "~"];
+const POSTFIX = ["!", "'", "%"];
+const LITERALS = ["0", "1", "2", "3", "0.5", "0.1", "10", "1e308", "1e-320", "1e400", "2.5e-7", "123456789", "0x1F", "true", "false", ".2"];
+
+const value = fc.oneof(
+  fc.constantFrom(null, Number.NaN, Infinity, -Infinity, 0, -0, 1, -1, 2, 0.5, -2.5, 1e308, -1e308, Number.MIN_VALUE, 1e-300, Number.MAX_SAFE_INTEGER, 3),
+  fc.double(),
+  fc.integer({ min: -20, max: 20 }),
+);
+
+function expressionOf(depth: number): fc.Arbitrary<string> {
+  const leaf = fc.oneof(fc.constantFrom(...LITERALS), fc.constantFrom(...VARIABLES, ...SHADOWING), fc.constantFrom(...ALLOWED_CONSTANTS));
+  if (depth === 0) return leaf;
+  const sub = expressionOf(depth - 1);
+  return fc.oneof(
+    { arbitrary: leaf, weight: 2 },
+    { arbitrary: fc.tuple(sub, fc.constantFrom(...BINARY), sub).map(([x, op, y]) => `(${x} ${op} ${y})`), weight: 4 },
+    { arbitrary: fc.tuple(fc.constantFrom(...PREFIX), sub).map(([op, x]) => `(${op}${x})`), weight: 1 },
+    { arbitrary: fc.tuple(sub, fc.constantFrom(...POSTFIX)).map(([x, op]) => `((${x})${op})`), weight: 1 },
+    { arbitrary: fc.tuple(sub, sub, sub).map(([c, t, f]) => `(${c} ? ${t} : ${f})`), weight: 2 },
+    { arbitrary: callOf(fc.constantFrom(...ALLOWED_FUNCTIONS), sub), weight: 4 },
+  );
+}
+
+function callOf(name: fc.Arbitrary<string>, sub: fc.Arbitrary<string>): fc.Arbitrary<string> {
+  return fc.tuple(name, fc.array(sub, { minLength: 0, maxLength: 4 })).map(([fn, args]) => `${fn}(${args.join(", ")})`);
+}
+
+const scopeOf = fc.record(Object.fromEntries([...KNOWN].map((name) => [name, value])) as Record<string, fc.Arbitrary<number | null>>);
+
+/** mathjs's value of the text (a number, boolean, complex …) or the error it throws. */
+function mathjsValue(text: string, scope: Map<string, number>): { value?: unknown; error?: unknown } {
+  try {
+    return { value: parseExpression(text).compile().evaluate(scope) };
+  } catch (error) {
+    return { error };
+  }
+}
+
+/** The closures' value of the text, before the mapping to a result: what they computed, an error, or a hand-over to mathjs. */
+function closureValue(text: string, scope: Map<string, number>): { value?: Value; error?: unknown; leaves?: true } {
+  const program = compileToClosures(parseExpression(text), KNOWN, NAMESPACE);
+  // A function or constant named like a scope name is read from the scope by mathjs: the closures hand over (as evaluateIn does).
+  if (program.shadowable.some((name) => scope.has(name))) return { leaves: true };
+  const registers = program.slots.map((name) => scope.get(name)!);
+  try {
+    return { value: program.run(registers) };
+  } catch (error) {
+    return error instanceof LeavesRealNumbers ? { leaves: true } : { error };
+  }
+}
+
+let handedOver = 0;
+let compared = 0;
+
+/** Checks one expression against mathjs in every way it is evaluated; false when the checker refuses it. */
+function agrees(text: string, values: Record<string, number | null>): boolean {
+  const { expression } = compileExpression(text, KNOWN, EXPRESSION_LIMIT_CEILINGS);
+  if (expression === undefined) return false;
+  const reference = evaluateWithMathjs(expression, values);
+  const result = expression.evaluate(values);
+  expect(Object.is(result, reference), `${text} with ${JSON.stringify(values)}: closures ${result}, mathjs ${reference}`).to.equal(true);
+
+  // The scope the service keeps: every known name, NaN for a missing value.
+  const scope = new Map<string, number>([...KNOWN].map((name) => [name, values[name] ?? Number.NaN]));
+  let mathjsResult: number | null;
+  const raw = mathjsValue(text, scope);
+  if (raw.error !== undefined) mathjsResult = null;
+  else {
+    const n = typeof raw.value === "boolean" ? Number(raw.value) : raw.value;
+    mathjsResult = typeof n === "number" && Number.isFinite(n) ? n : null;
+  }
+  const inScope = expression.evaluateIn(scope);
+  expect(Object.is(inScope, mathjsResult), `${text} in the full scope: closures ${inScope}, mathjs ${mathjsResult}`).to.equal(true);
+
+  // Before the mapping to a result: the same number (NaN, ±Infinity, -0 told apart) or boolean, or both an error.
+  {
+    const mine = closureValue(text, scope);
+    if (mine.leaves) handedOver++;
+    else if (mine.error !== undefined) {
+      expect(raw.error, `${text}: the closures fail (${String(mine.error)}), mathjs gives ${String(raw.value)}`).to.not.equal(undefined);
+    } else {
+      compared++;
+      expect(raw.error, `${text}: mathjs fails (${String(raw.error)}), the closures give ${mine.value}`).to.equal(undefined);
+      expect(Object.is(mine.value, raw.value), `${text}: closures ${String(mine.value)}, mathjs ${String(raw.value)}`).to.equal(true);
+    }
+  }
+  return true;
+}
+
+describe("expressions compiled to closures", () => {
+  after(() => {
+    // How many raw values were compared, and how many evaluations the closures left to mathjs (complex values).
+    expect(compared).to.be.greaterThan(1000);
+    expect(handedOver).to.be.lessThan(compared);
+  });
+
+  it("give mathjs's result on random nested expressions of the accepted grammar, with random scopes", () => {
+    fc.assert(
+      fc.property(expressionOf(4), scopeOf, (text, values) => {
+        fc.pre(agrees(text, values));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  for (const fn of ALLOWED_FUNCTIONS) {
+    it(`give mathjs's result for ${fn}(…) with any arguments`, () => {
+      fc.assert(
+        fc.property(callOf(fc.constant(fn), expressionOf(2)), scopeOf, (text, values) => {
+          fc.pre(agrees(text, values));
+        }),
+        { numRuns: 150 },
+      );
+    });
+  }
+
+  for (const op of BINARY) {
+    it(`give mathjs's result for the operator "${op || "implicit multiplication"}"`, () => {
+      fc.assert(
+        fc.property(expressionOf(2), expressionOf(2), scopeOf, (x, y, values) => {
+          fc.pre(agrees(`(${x}) ${op} (${y})`, values));
+        }),
+        { numRuns: 150 },
+      );
+    });
+  }
+
+  it("give mathjs's result for prefix and postfix operators and conditionals", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...PREFIX.map((p) => `${p}(X)`), ...POSTFIX.map((p) => `(X)${p}`), "(X) ? (Y) : (Z)"), expressionOf(2), expressionOf(2), expressionOf(2), scopeOf, (form, x, y, z, values) => {
+        fc.pre(agrees(form.replace("X", x).replace("Y", y).replace("Z", z), values));
+      }),
+      { numRuns: 600 },
+    );
+  });
+});
