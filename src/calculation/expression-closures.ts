@@ -76,6 +76,8 @@ function pow(x: number, y: number): number {
 
 export function compileToClosures(root: MathNode, known: ReadonlySet<string>, math: MathNamespace): ClosureProgram {
   const slots: string[] = [];
+  // Which closures read a register or give a number constant: their parents read those directly.
+  const shapes = new Map<Closure, Shape>();
   const slotOf = new Map<string, number>();
   const shadowable = new Set<string>();
   const { relTol, absTol } = math;
@@ -113,7 +115,9 @@ export function compileToClosures(root: MathNode, known: ReadonlySet<string>, ma
         return compile(node.content as Node);
       case "ConstantNode": {
         const value = node.value as Value;
-        return () => value;
+        const constant = () => value;
+        if (typeof value === "number") shapes.set(constant, { constant: value });
+        return constant;
       }
       case "SymbolNode":
         return symbol(node.name as string);
@@ -122,6 +126,17 @@ export function compileToClosures(root: MathNode, known: ReadonlySet<string>, ma
         const whenTrue = compile(node.trueExpr as Node);
         const whenFalse = compile(node.falseExpr as Node);
         // mathjs tests a number or a boolean by its truthiness: 0, NaN and false are false.
+        // A branch that is a number constant or reads a register is read in place (see ARITHMETIC).
+        const yes = shapes.get(whenTrue);
+        const no = shapes.get(whenFalse);
+        if (yes !== undefined && "constant" in yes && no !== undefined && "slot" in no) {
+          const [k, j] = [yes.constant, no.slot];
+          return (r) => (condition(r) ? k : r[j]!);
+        }
+        if (yes !== undefined && "slot" in yes && no !== undefined && "constant" in no) {
+          const [i, k] = [yes.slot, no.constant];
+          return (r) => (condition(r) ? r[i]! : k);
+        }
         return (r) => (condition(r) ? whenTrue(r) : whenFalse(r));
       }
       case "OperatorNode":
@@ -145,7 +160,9 @@ export function compileToClosures(root: MathNode, known: ReadonlySet<string>, ma
         slotOf.set(name, slot);
       }
       const i = slot;
-      return (r) => r[i]!;
+      const read: Closure = (r) => r[i]!;
+      shapes.set(read, { slot: i });
+      return read;
     }
     // A constant (pi, e …): mathjs reads it from its namespace unless the scope holds the name.
     shadowable.add(name);
@@ -160,19 +177,26 @@ export function compileToClosures(root: MathNode, known: ReadonlySet<string>, ma
     if (lazy !== undefined) return lazy;
     const args = argNodes.map(compile);
     const [a, b] = args as [Closure, Closure];
-    const n = (v: Value) => v as number;
     if (args.length === 2) {
+      const arithmetic = ARITHMETIC[name];
+      if (arithmetic !== undefined) return specialise(arithmetic, a, shapes.get(a), b, shapes.get(b));
       switch (name) {
-        case "add":
-          return (r) => n(a(r)) + n(b(r));
-        case "subtract":
-          return (r) => n(a(r)) - n(b(r));
-        case "multiply":
-          return (r) => n(a(r)) * n(b(r));
-        case "divide":
-          return (r) => n(a(r)) / n(b(r));
-        case "equal":
+        case "equal": {
+          const right = shapes.get(b);
+          // Equal to 0 (a frequent test): nearlyEqual(x, 0) is x === 0 or |x| within the absolute tolerance.
+          if (right !== undefined && "constant" in right && right.constant === 0) {
+            const left = shapes.get(a);
+            if (left !== undefined && "slot" in left) {
+              const i = left.slot;
+              return (r) => r[i] === 0 || Math.abs(r[i]!) <= absTol;
+            }
+            return (r) => {
+              const x = +a(r);
+              return x === 0 || Math.abs(x) <= absTol;
+            };
+          }
           return (r) => nearlyEqual(+a(r), +b(r));
+        }
         case "unequal":
           return (r) => !nearlyEqual(+a(r), +b(r));
         case "smaller":
@@ -279,6 +303,76 @@ export function compileToClosures(root: MathNode, known: ReadonlySet<string>, ma
   return { run: compile(root as Node), slots, shadowable: [...shadowable] };
 }
 
+type Shape = { slot: number } | { constant: number };
+
+/**
+ * The four arithmetic operators, each written out for the shapes of its operands: an operand that
+ * reads a register or is a number constant is read in place, not called. V8 does not inline a
+ * closure into a closure of the same source (a + inside a +), so every call saved counts.
+ */
+interface Arithmetic {
+  any(a: Closure, b: Closure): Closure;
+  slots(i: number, j: number): Closure;
+  slotLeft(i: number, b: Closure): Closure;
+  slotRight(a: Closure, j: number): Closure;
+  constantLeft(k: number, b: Closure): Closure;
+  constantRight(a: Closure, k: number): Closure;
+  slotConstant(i: number, k: number): Closure;
+}
+
+const num = (v: Value) => v as number;
+
+const ARITHMETIC: Readonly<Record<string, Arithmetic>> = {
+  add: {
+    any: (a, b) => (r) => num(a(r)) + num(b(r)),
+    slots: (i, j) => (r) => r[i]! + r[j]!,
+    slotLeft: (i, b) => (r) => r[i]! + num(b(r)),
+    slotRight: (a, j) => (r) => num(a(r)) + r[j]!,
+    constantLeft: (k, b) => (r) => k + num(b(r)),
+    constantRight: (a, k) => (r) => num(a(r)) + k,
+    slotConstant: (i, k) => (r) => r[i]! + k,
+  },
+  subtract: {
+    any: (a, b) => (r) => num(a(r)) - num(b(r)),
+    slots: (i, j) => (r) => r[i]! - r[j]!,
+    slotLeft: (i, b) => (r) => r[i]! - num(b(r)),
+    slotRight: (a, j) => (r) => num(a(r)) - r[j]!,
+    constantLeft: (k, b) => (r) => k - num(b(r)),
+    constantRight: (a, k) => (r) => num(a(r)) - k,
+    slotConstant: (i, k) => (r) => r[i]! - k,
+  },
+  multiply: {
+    any: (a, b) => (r) => num(a(r)) * num(b(r)),
+    slots: (i, j) => (r) => r[i]! * r[j]!,
+    slotLeft: (i, b) => (r) => r[i]! * num(b(r)),
+    slotRight: (a, j) => (r) => num(a(r)) * r[j]!,
+    constantLeft: (k, b) => (r) => k * num(b(r)),
+    constantRight: (a, k) => (r) => num(a(r)) * k,
+    slotConstant: (i, k) => (r) => r[i]! * k,
+  },
+  divide: {
+    any: (a, b) => (r) => num(a(r)) / num(b(r)),
+    slots: (i, j) => (r) => r[i]! / r[j]!,
+    slotLeft: (i, b) => (r) => r[i]! / num(b(r)),
+    slotRight: (a, j) => (r) => num(a(r)) / r[j]!,
+    constantLeft: (k, b) => (r) => k / num(b(r)),
+    constantRight: (a, k) => (r) => num(a(r)) / k,
+    slotConstant: (i, k) => (r) => r[i]! / k,
+  },
+};
+
+function specialise(op: Arithmetic, a: Closure, left: Shape | undefined, b: Closure, right: Shape | undefined): Closure {
+  if (left !== undefined && "slot" in left) {
+    if (right !== undefined && "slot" in right) return op.slots(left.slot, right.slot);
+    if (right !== undefined) return op.slotConstant(left.slot, right.constant);
+    return op.slotLeft(left.slot, b);
+  }
+  if (left !== undefined) return op.constantLeft(left.constant, b);
+  if (right !== undefined && "slot" in right) return op.slotRight(a, right.slot);
+  if (right !== undefined) return op.constantRight(a, right.constant);
+  return op.any(a, b);
+}
+
 /** Fills the registers from a record of values (a missing or null value is NaN); false when one is not a number. */
 export type RecordFill = (values: Readonly<Record<string, unknown>>, registers: Registers) => boolean;
 
@@ -291,17 +385,31 @@ export type RecordFill = (values: Readonly<Record<string, unknown>>, registers: 
 export function recordFill(slots: readonly string[]): RecordFill {
   const n = slots.length;
   const [k0 = "", k1 = "", k2 = "", k3 = "", k4 = "", k5 = "", k6 = "", k7 = ""] = slots;
-  return (v, r) => {
-    if (n > 0) r[0] = (v[k0] ?? Number.NaN) as number;
-    if (n > 1) r[1] = (v[k1] ?? Number.NaN) as number;
-    if (n > 2) r[2] = (v[k2] ?? Number.NaN) as number;
-    if (n > 3) r[3] = (v[k3] ?? Number.NaN) as number;
-    if (n > 4) r[4] = (v[k4] ?? Number.NaN) as number;
-    if (n > 5) r[5] = (v[k5] ?? Number.NaN) as number;
-    if (n > 6) r[6] = (v[k6] ?? Number.NaN) as number;
-    if (n > 7) r[7] = (v[k7] ?? Number.NaN) as number;
-    for (let i = 8; i < n; i++) r[i] = (v[slots[i]!] ?? Number.NaN) as number;
-    for (let i = 0; i < n; i++) if (typeof r[i] !== "number") return false;
-    return true;
+  // Each value is checked where it is read, while its type is known: a number goes on, anything else
+  // (null and a missing name excepted, which are NaN) makes the fill fail.
+  const at = (r: Registers, i: number, x: unknown): boolean => {
+    if (typeof x === "number") {
+      r[i] = x;
+      return true;
+    }
+    if (x == null) {
+      r[i] = Number.NaN;
+      return true;
+    }
+    return false;
   };
+  return (v, r) =>
+    (n <= 0 || at(r, 0, v[k0])) &&
+    (n <= 1 || at(r, 1, v[k1])) &&
+    (n <= 2 || at(r, 2, v[k2])) &&
+    (n <= 3 || at(r, 3, v[k3])) &&
+    (n <= 4 || at(r, 4, v[k4])) &&
+    (n <= 5 || at(r, 5, v[k5])) &&
+    (n <= 6 || at(r, 6, v[k6])) &&
+    (n <= 7 || at(r, 7, v[k7])) &&
+    rest(v, r);
+  function rest(v: Readonly<Record<string, unknown>>, r: Registers): boolean {
+    for (let i = 8; i < n; i++) if (!at(r, i, v[slots[i]!])) return false;
+    return true;
+  }
 }

@@ -126,12 +126,13 @@ function checkAndCompile(text: string, root: MathNode, known: ReadonlySet<string
   };
   // One set of registers per expression, filled anew at every call: evaluation never re-enters.
   const registers: Registers = new Array<number>(slots.length).fill(Number.NaN);
-  const runClosures = (fallback: () => number | null): number | null => {
+  // The result of the closures on the registers; undefined when they hand the evaluation to mathjs.
+  const runClosures = (): number | null | undefined => {
     let result: Value;
     try {
       result = run(registers);
     } catch (err) {
-      return err instanceof LeavesRealNumbers ? fallback() : null;
+      return err instanceof LeavesRealNumbers ? undefined : null;
     }
     return finiteOrNull(result);
   };
@@ -145,7 +146,8 @@ function checkAndCompile(text: string, root: MathNode, known: ReadonlySet<string
     }
     // mathjs reads a constant or a function from the scope when the scope holds its name.
     for (const name of shadowable) if (scope.has(name)) return viaMathjs(scope);
-    return runClosures(() => viaMathjs(scope));
+    const result = runClosures();
+    return result === undefined ? viaMathjs(scope) : result;
   };
   // The scope `evaluate` gives mathjs holds the variables only: a function called by the name of a variable is mathjs's to answer.
   const fill = recordFill(slots);
@@ -162,7 +164,8 @@ function checkAndCompile(text: string, root: MathNode, known: ReadonlySet<string
       evaluate(values) {
         if (shadowedByVariable) return viaMathjs(mathjsScope(values));
         if (!fill(values, registers)) return viaMathjs(mathjsScope(values));
-        return runClosures(() => viaMathjs(mathjsScope(values)));
+        const result = runClosures();
+        return result === undefined ? viaMathjs(mathjsScope(values)) : result;
       },
   };
   mathjsEvaluations.set(expression, (values) => viaMathjs(mathjsScope(values)));
