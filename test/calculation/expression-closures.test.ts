@@ -154,3 +154,75 @@ describe("expressions compiled to closures", () => {
     );
   });
 });
+
+describe("expressions compiled to closures: edge cases", () => {
+  const known = new Set(["a", "b", "max", ...INTERNAL_VARIABLES]);
+  const compile = (text: string, names: ReadonlySet<string> = known) => {
+    const { expression, problems } = compileExpression(text, names, EXPRESSION_LIMIT_CEILINGS);
+    expect(problems).to.deep.equal([]);
+    return expression!;
+  };
+  /** The closures' result, after checking mathjs gives the very same. */
+  const evaluate = (text: string, values: Record<string, number | null> = {}) => {
+    const expression = compile(text);
+    const result = expression.evaluate(values);
+    expect(Object.is(result, evaluateWithMathjs(expression, values)), text).to.equal(true);
+    return result;
+  };
+
+  it("compares with mathjs's relative tolerance, not exactly", () => {
+    expect(evaluate("0.1 + 0.2 == 0.3")).to.equal(1);
+    expect(evaluate("a == 0", { a: 1e-16 })).to.equal(1);
+    expect(evaluate("a == 0", { a: 1e-14 })).to.equal(0);
+    expect(evaluate("a < 1", { a: 1 - 1e-13 })).to.equal(0);
+    expect(evaluate("a <= b", { a: NaN, b: NaN })).to.equal(0);
+  });
+
+  it("keeps -0, turns booleans into 0 and 1, and lets NaN, ±Infinity and a division by zero be null", () => {
+    expect(Object.is(evaluate("-a", { a: 0 }), -0)).to.equal(true);
+    expect(Object.is(evaluate("-false"), -0)).to.equal(true);
+    expect(evaluate("true + true")).to.equal(2);
+    expect(evaluate("a > b", { a: 2, b: 1 })).to.equal(1);
+    expect(evaluate("1e400")).to.equal(null);
+    expect(evaluate("0 / 0")).to.equal(null);
+    expect(evaluate("a / b", { a: 1, b: -0 })).to.equal(null);
+    expect(evaluate("a ?? 3", { a: null })).to.equal(null); // a missing value is NaN, which is not nullish
+  });
+
+  it("hands complex intermediate values to mathjs, whose answer may be real again", () => {
+    expect(evaluate("abs(sqrt(-4))")).to.equal(2);
+    expect(evaluate("sqrt(-4)")).to.equal(null);
+    expect(evaluate("(-8) ^ (1/3)")).to.equal(null);
+    expect(evaluate("(-8) ^ 3")).to.equal(-512);
+    expect(evaluate("abs(log(-1))")).to.equal(Math.PI);
+  });
+
+  it("evaluates and, or, bitwise and, bitwise or and ?? lazily, as mathjs does", () => {
+    expect(evaluate("0 and max()")).to.equal(0);
+    expect(evaluate("1 and max()")).to.equal(null);
+    expect(evaluate("1 or max()")).to.equal(1);
+    expect(evaluate("0 & max()")).to.equal(0);
+    expect(evaluate("-1 | max()")).to.equal(-1);
+    expect(evaluate("2 ?? max()")).to.equal(2);
+    expect(evaluate("6 & 3")).to.equal(2);
+  });
+
+  it("reads percentages, implicit multiplication and postfix operators as mathjs does", () => {
+    expect(evaluate("a + 10%", { a: 50 })).to.equal(55);
+    expect(evaluate("2a", { a: 4 })).to.equal(8);
+    expect(evaluate("3!")).to.equal(6);
+    expect(evaluate("mod(-7, 3)")).to.equal(2);
+    expect(evaluate("round(2.5) + floor(-0.5) + ceil(0.2)")).to.equal(3);
+  });
+
+  it("leaves to mathjs a function or constant whose name the scope holds, and a name the scope lacks", () => {
+    const calls = compile("max(a, 1)");
+    expect(calls.evaluate({ a: 5 })).to.equal(5);
+    // evaluateIn with the service's scope, which holds the scope name "max": mathjs finds no function there.
+    expect(calls.evaluateIn(new Map([["a", 5], ["max", 2]]))).to.equal(null);
+    const usesPi = compile("pi * 2", new Set(["a"]));
+    expect(usesPi.evaluateIn(new Map([["a", 1]]))).to.equal(2 * Math.PI);
+    expect(usesPi.evaluateIn(new Map([["pi", 1]]))).to.equal(2);
+    expect(compile("a + 1").evaluateIn(new Map())).to.equal(null);
+  });
+});
