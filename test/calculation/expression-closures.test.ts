@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import fc from "fast-check";
-import { compileToClosures, LeavesRealNumbers, recordFill, type Value } from "../../src/calculation/expression-closures.js";
+import { compileToClosures, LeavesRealNumbers, recordFill, type Registers, type Value } from "../../src/calculation/expression-closures.js";
 import { ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, compileExpression, evaluateWithMathjs, INTERNAL_VARIABLES, NAMESPACE, parseExpression } from "../../src/calculation/expression.js";
 import { EXPRESSION_LIMIT_CEILINGS } from "../../src/calculation/expression-size.js";
 
@@ -224,5 +224,20 @@ describe("expressions compiled to closures: edge cases", () => {
     expect(usesPi.evaluateIn(new Map([["a", 1]]))).to.equal(2 * Math.PI);
     expect(usesPi.evaluateIn(new Map([["pi", 1]]))).to.equal(2);
     expect(compile("a + 1").evaluateIn(new Map())).to.equal(null);
+  });
+
+  it("reads every name of an expression that reads more than eight, a null or missing one as NaN", () => {
+    const names = ["a", "b", ...INTERNAL_VARIABLES];
+    const text = names.join(" + ");
+    const values = Object.fromEntries(names.map((name, i) => [name, i + 1])) as Record<string, number | null>;
+    expect(evaluate(text, values)).to.equal((names.length * (names.length + 1)) / 2);
+    expect(evaluate(text, { ...values, firstValue: null })).to.equal(null);
+    expect(evaluate(`${names.slice(0, 10).join(" + ")} + (firstValue == firstValue)`, values)).to.equal(56);
+
+    const registers: Registers = [];
+    expect(recordFill(names)({ ...values, previousPreviousValue: null }, registers)).to.equal(true);
+    expect(registers.map((r, i) => (Number.isNaN(r) ? names[i] : r))).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, "previousPreviousValue", 11]);
+    // Something else than a number or null: the fill fails, and mathjs evaluates.
+    expect(recordFill(names)({ ...values, firstValue: "1" }, registers)).to.equal(false);
   });
 });
