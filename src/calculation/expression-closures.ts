@@ -178,8 +178,7 @@ export function compileToClosures(root: MathNode, known: ReadonlySet<string>, ma
     const args = argNodes.map(compile);
     const [a, b] = args as [Closure, Closure];
     if (args.length === 2) {
-      const arithmetic = ARITHMETIC[name];
-      if (arithmetic !== undefined) return specialise(arithmetic, a, shapes.get(a), b, shapes.get(b));
+      if (Object.hasOwn(ARITHMETIC, name)) return specialise(ARITHMETIC[name]!, a, shapes.get(a), b, shapes.get(b));
       switch (name) {
         case "equal": {
           const right = shapes.get(b);
