@@ -60,3 +60,15 @@ export function startNode(script: string, env: Record<string, string>, args: str
   const child = spawn(process.execPath, [script, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? "", ...env } });
   return new RunningProcess(child);
 }
+
+const atRunEnd: (() => Promise<void>)[] = [];
+
+/** Registers a stop to run once after every suite (engines shared by several test files). */
+export function onRunEnd(stop: () => Promise<void>): void {
+  atRunEnd.push(stop);
+}
+
+/** Runs the stops registered with onRunEnd (the root hook's afterAll). */
+export async function runEndStops(): Promise<void> {
+  await Promise.all(atRunEnd.splice(0).map((stop) => stop()));
+}
