@@ -4,7 +4,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { TEST_DATABASE_URL } from "./backends.js";
-import { freePort, ROOT } from "./process.js";
+import { ENGINE_START_TIMEOUT_MS, freePort, ROOT } from "./process.js";
 
 const PROJECT = join(ROOT, "test/engines/camunda7");
 const JAR = join(PROJECT, "target/camunda7-engine.jar");
@@ -65,7 +65,8 @@ export class Camunda7Engine {
     });
     const began = performance.now();
     const engine = new Camunda7Engine(`http://127.0.0.1:${port}/engine-rest`, database, child);
-    for (let i = 0; i < 360; i++) {
+    const deadline = Date.now() + ENGINE_START_TIMEOUT_MS;
+    while (Date.now() < deadline) {
       if (child.exitCode !== null) break;
       if (await fetch(`${engine.baseUrl}/engine`).then((r) => r.ok).catch(() => false)) {
         engine.startupMs = performance.now() - began;
@@ -75,7 +76,7 @@ export class Camunda7Engine {
     }
     const exitCode = child.exitCode;
     await engine.stop();
-    throw new Error(exitCode !== null ? `Camunda 7 exited with ${exitCode}` : "Camunda 7 did not become ready in 180 s");
+    throw new Error(exitCode !== null ? `Camunda 7 exited with ${exitCode}` : `Camunda 7 did not become ready in ${ENGINE_START_TIMEOUT_MS} ms`);
   }
 
   /** Stops the engine and drops its database. */

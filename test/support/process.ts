@@ -4,6 +4,12 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
+/**
+ * How long an engine may take to start: a cold Zeebe broker took up to 171 s here while other work
+ * loaded both cores. The suites' before hooks that start one allow this and a minute more.
+ */
+export const ENGINE_START_TIMEOUT_MS = 300_000;
+
 /** A port nobody listens on right now. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

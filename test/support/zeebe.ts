@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { zeebeClient, type ZeebeClient } from "../../workers/zeebe/worker.js";
-import { freePort, onRunEnd, ROOT } from "./process.js";
+import { ENGINE_START_TIMEOUT_MS, freePort, onRunEnd, ROOT } from "./process.js";
 
 const PROJECT = join(ROOT, "test/engines/zeebe");
 const VERSION = "8.6.0";
@@ -131,25 +131,25 @@ export class ZeebeEngine {
     const began = performance.now();
     const child = spawn(join(javaHome, "bin/java"), args, { env, stdio: ["ignore", output, output] });
     const engine = new ZeebeEngine(`127.0.0.1:${gateway}`, `http://127.0.0.1:${records}/records`, child, home);
-    const deadline = Date.now() + 180_000;
+    const deadline = Date.now() + ENGINE_START_TIMEOUT_MS;
     try {
       // Ready: Spring's readiness (the broker has started its partition) and the exporter opened
       // (the partition's leader exports), then a topology with a healthy leader.
       while (!(await answers(`http://127.0.0.1:${management}/actuator/health/readiness`)) || !(await answers(`${engine.recordsUrl}?valueType=DEPLOYMENT`))) {
         if (child.exitCode !== null) throw new Error(`Zeebe exited with ${child.exitCode}`);
-        if (Date.now() > deadline) throw new Error("Zeebe did not become ready in 180 s");
+        if (Date.now() > deadline) throw new Error(`Zeebe did not become ready in ${ENGINE_START_TIMEOUT_MS} ms`);
         await new Promise((r) => setTimeout(r, 250));
       }
       for (;;) {
         const topology = await engine.client.topology().catch(() => undefined);
         if (topology?.brokers.some((b) => b.partitions.some((p) => String(p.role) === "LEADER" && String(p.health) === "HEALTHY"))) break;
-        if (Date.now() > deadline) throw new Error("Zeebe has no healthy partition leader after 180 s");
+        if (Date.now() > deadline) throw new Error(`Zeebe has no healthy partition leader after ${ENGINE_START_TIMEOUT_MS} ms`);
         await new Promise((r) => setTimeout(r, 250));
       }
     } catch (e) {
       const log = engine.log();
       await engine.stop();
-      throw new Error(`${(e as Error).message}; the broker's last lines:\n${log.split("\n").slice(-40).join("\n")}`);
+      throw new Error(`${(e as Error).message}; the broker's last lines:\n${log.split("\n").slice(-40).join("\n")}`, { cause: e });
     }
     engine.startupMs = performance.now() - began;
     return engine;

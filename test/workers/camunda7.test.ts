@@ -8,7 +8,7 @@ import { createServices, type Services } from "../../src/services.js";
 import { jsonVariables, startCamunda7Worker, type Camunda7WorkerOptions, type RunningWorker } from "../../workers/camunda7/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
 import { Camunda7Engine } from "../support/camunda7.js";
-import { freePort, startNode } from "../support/process.js";
+import { ENGINE_START_TIMEOUT_MS, freePort, startNode } from "../support/process.js";
 import { MemoryTransport } from "../support/server.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
 import { TcpProxy } from "../support/proxy.js";
@@ -32,7 +32,8 @@ describe("Camunda 7 worker against a real engine", function () {
     await Promise.all(workers.splice(0).map((w) => w.stop()));
   };
 
-  before(async () => {
+  before(async function () {
+    this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
     engine = await Camunda7Engine.start();
     await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
     await engine.deploy("bpmn/camunda7/calculate-series-example.bpmn");

@@ -4,7 +4,7 @@ import { loadConfig } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
 import { createServices } from "../../src/services.js";
 import { backend, randomTenant } from "../support/backends.js";
-import { ROOT, type RunningProcess } from "../support/process.js";
+import { ENGINE_START_TIMEOUT_MS, ROOT, type RunningProcess } from "../support/process.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
 import { inHandRow, LONG_DEFINITION, processTaskLines, seedWorkerTenant, startWorkerProcess, waitUntil } from "../support/workers.js";
 import { ZeebeEngine } from "../support/zeebe.js";
@@ -23,7 +23,8 @@ describe("Zeebe worker processes that end with a job in hand", function () {
     return started;
   };
 
-  before(async () => {
+  before(async function () {
+    this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
     engine = await ZeebeEngine.shared();
     await engine.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/api-request-example.bpmn") });
     db = await backend("postgres");

@@ -12,7 +12,7 @@ import { createServices, type Services } from "../../src/services.js";
 import type { RunningWorker } from "../../workers/camunda7/worker.js";
 import { startZeebeWorker } from "../../workers/zeebe/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
-import { freePort, ROOT, startNode } from "../support/process.js";
+import { ENGINE_START_TIMEOUT_MS, freePort, ROOT, startNode } from "../support/process.js";
 import { TcpProxy } from "../support/proxy.js";
 import { selfSignedCertificate } from "../support/tls.js";
 import { MemoryTransport } from "../support/server.js";
@@ -33,7 +33,8 @@ describe("Zeebe worker against a real broker", function () {
     return logs;
   };
 
-  before(async () => {
+  before(async function () {
+    this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
     engine = await ZeebeEngine.shared();
     await engine.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/api-request-example.bpmn") });
     await engine.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/calculate-series-example.bpmn") });
