@@ -11,6 +11,9 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
@@ -22,14 +25,17 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * jobs and the path an instance took from it.
  *
  * <p>{@code GET /records?valueType=INCIDENT} answers the records of that value type as a JSON
- * array, oldest first (every record when no valueType is given). Configured by environment:
+ * array, oldest first (every record, in log order, when no valueType is given). Configured by environment:
  * {@code ZEEBE_BROKER_EXPORTERS_RECORDS_CLASSNAME=local.engines.zeebe.RecordsExporter},
  * {@code ZEEBE_BROKER_EXPORTERS_RECORDS_JARPATH=<this jar>}, {@code
  * ZEEBE_BROKER_EXPORTERS_RECORDS_ARGS_PORT=<port>} (on 127.0.0.1).
  */
 public final class RecordsExporter implements Exporter {
-  /** Records as JSON, per value type, in log order; "" holds them all. */
-  private final Map<String, Queue<String>> records = new ConcurrentHashMap<>();
+  /** One record: its position in the log and its JSON. */
+  private record Exported(long position, String json) {}
+
+  /** The records, per value type, in log order (each kept once: the whole log is merged on demand). */
+  private final Map<String, Queue<Exported>> records = new ConcurrentHashMap<>();
   private int port;
   private Controller controller;
   private HttpServer server;
@@ -62,18 +68,23 @@ public final class RecordsExporter implements Exporter {
 
   @Override
   public void export(Record<?> record) {
-    String json = record.toJson();
-    records.computeIfAbsent(record.getValueType().name(), k -> new ConcurrentLinkedQueue<>()).add(json);
-    records.computeIfAbsent("", k -> new ConcurrentLinkedQueue<>()).add(json);
+    records.computeIfAbsent(record.getValueType().name(), k -> new ConcurrentLinkedQueue<>()).add(new Exported(record.getPosition(), record.toJson()));
     controller.updateLastExportedRecordPosition(record.getPosition());
   }
 
   private void answer(HttpExchange exchange) throws IOException {
     String valueType = queryValue(exchange.getRequestURI().getRawQuery(), "valueType");
+    List<Exported> answer = new ArrayList<>();
+    if (valueType != null) {
+      answer.addAll(records.getOrDefault(valueType, new ConcurrentLinkedQueue<>()));
+    } else {
+      records.values().forEach(answer::addAll);
+      answer.sort(Comparator.comparingLong(Exported::position));
+    }
     StringBuilder body = new StringBuilder("[");
-    for (String json : records.getOrDefault(valueType == null ? "" : valueType, new ConcurrentLinkedQueue<>())) {
+    for (Exported exported : answer) {
       if (body.length() > 1) body.append(',');
-      body.append(json);
+      body.append(exported.json());
     }
     byte[] bytes = body.append(']').toString().getBytes(StandardCharsets.UTF_8);
     exchange.getResponseHeaders().set("content-type", "application/json");
