@@ -32,6 +32,9 @@ describeEachBackend("engine-neutral tasks", (ctx) => {
     await seed();
     const typed = await apiRequest(services(), { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } }, { tenant: ctx.tenant });
     expect(Object.keys(typed)).to.deep.equal(["result"]);
+    // The agreement's one access point, as the example transform shapes it: a run answering null would fail here.
+    const [point] = (typed.result as { accessPoints: Record<string, unknown>[] }).accessPoints;
+    expect(point).to.include({ externalId: "EAN-1", accessPointType: "GAS" });
     const text = await apiRequest(
       services(),
       { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, queryParameters: '{"publicId":"AGR-1"}', resultVariable: "points" },
@@ -59,6 +62,26 @@ describeEachBackend("engine-neutral tasks", (ctx) => {
       expect(err.message).to.equal(message);
     }
     expect((await failure(calculateSeries(services(), {}, { tenant: ctx.tenant }))).message).to.match(/give exactly one/);
+  });
+
+  it("holds process variables to the REST input limits: NUL, lone surrogates and prototype keys are request problems, not failures", async () => {
+    const bad = [
+      [{ apiDefinitionExternalId: "a\u0000b" }, "apiDefinitionExternalId", /NUL character/],
+      [{ apiDefinitionExternalId: "x", queryParameters: { p: "\ud800" } }, "queryParameters.p", /lone surrogate \(U\+D800\)/],
+      [{ apiDefinitionExternalId: "x", queryParameters: '{"__proto__":{"polluted":1}}' }, "queryParameters.__proto__", /refused: it names an object's prototype/],
+      [{ apiDefinitionExternalId: "x", tenantId: "t\u0000" }, "tenantId", /NUL character/],
+    ] as const;
+    for (const [variables, path, message] of bad) {
+      const err = await failure(apiRequest(services(), variables, { tenant: ctx.tenant }));
+      expect(err.code).to.equal("INVALID_REQUEST");
+      expect(err.isClientProblem).to.equal(true);
+      expect(err.errors?.[0]?.path).to.equal(path);
+      expect(err.message).to.match(message);
+    }
+    expect(({} as Record<string, unknown>).polluted).to.equal(undefined);
+    const item = await failure(calculateSeries(services(), { itemId: `urn:uuid:${"0".repeat(8)}-0000-4000-8000-${"0".repeat(12)}` }, { tenant: ctx.tenant }));
+    expect(item.code).to.equal("INVALID_REQUEST");
+    expect(item.errors?.[0]?.path).to.equal("itemId");
     expect((await failure(calculateSeries(services(), { calculationDefinitionExternalId: "none" }, { tenant: ctx.tenant }))).code).to.equal("CALCULATION_DEFINITION_NOT_FOUND");
   });
 });
@@ -95,11 +118,11 @@ describe("task outcomes", () => {
     expect(taskOutcome(new TypeError("bug"))).to.include({ kind: "failure", code: "INTERNAL_ERROR" });
   });
 
-  it("counts retries down from the task's (3 by default) with an exponential back-off", () => {
-    expect([retriesAfterFailure(undefined), retriesAfterFailure(2), retriesAfterFailure(1), retriesAfterFailure(0)]).to.deep.equal([2, 1, 0, 0]);
-    expect([retryTimeoutMs(2), retryTimeoutMs(1), retryTimeoutMs(0)]).to.deep.equal([1000, 2000, 4000]);
+  it("counts retries down from the task's (the default, 3 here, when it has none) with an exponential back-off", () => {
+    expect([retriesAfterFailure(undefined, 3), retriesAfterFailure(2, 3), retriesAfterFailure(1, 3), retriesAfterFailure(0, 3)]).to.deep.equal([2, 1, 0, 0]);
+    expect([retryTimeoutMs(2, 3), retryTimeoutMs(1, 3), retryTimeoutMs(0, 3)]).to.deep.equal([1000, 2000, 4000]);
     expect(retryTimeoutMs(0, 30)).to.equal(300_000);
-    expect([nextAttempt(null), nextAttempt(2), nextAttempt(1)]).to.deep.equal([
+    expect([nextAttempt(null, 3), nextAttempt(2, 3), nextAttempt(1, 3)]).to.deep.equal([
       { retries: 2, backOffMs: 1000 },
       { retries: 1, backOffMs: 2000 },
       { retries: 0, backOffMs: 4000 },

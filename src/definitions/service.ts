@@ -176,10 +176,6 @@ export class ApiDefinitions {
       return { queryOutput, result: null, problems: err.errors ?? [{ path: "transform", message: err.message }] };
     }
   }
-
-  get cachedDefinitions(): number {
-    return this.cache.size;
-  }
 }
 
 function notFound(externalId: string): ProblemError {
@@ -192,7 +188,8 @@ function notFound(externalId: string): ProblemError {
  */
 export function resolveParameters(declared: Set<string>, given: Record<string, unknown>, caller: Caller): QueryParameters {
   const problems: ProblemDetail[] = [];
-  const values: Record<string, unknown> = {};
+  // No prototype: a parameter named like a member of Object.prototype is a plain entry.
+  const values = Object.create(null) as Record<string, unknown>;
   for (const [name, value] of Object.entries(given)) {
     if (isHeaderParameter(name)) {
       problems.push({ path: `queryParameters.${name}`, message: `comes from the ${name === "tenantId" ? "X-TENANT-ID header" : "token"} and cannot be given` });

@@ -17,13 +17,14 @@ import { callerProblem, databaseCause, ProblemError, toProblemError, type Proble
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Services } from "../services.js";
-import type { RunningWorker } from "../../workers/camunda7/worker.js";
+import type { RunningWorker } from "../tasks/runner.js";
 import { mayActIn, type Authenticator, type Principal } from "./auth.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
 import { eventRoutes } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
+import { clientErrorHandler, frameworkProblem, MAX_PARAM_LENGTH, refuseFaultyText, refuseForeignCharset } from "./input.js";
 import { schemaCompiler } from "./validation.js";
 
 /** Who may call a route: anyone, any holder of a valid token (and a tenant), or an admin. */
@@ -69,6 +70,15 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
     genReqId: () => randomUUID(),
     // While closing, keep-alive requests are answered by our own hook with a problem body.
     return503OnClosing: false,
+    // Input limits (README): path parameters are bounded by the routes' schemas, which name them.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Prototype keys are refused by refuseFaultyText, naming the key, not by the parser as "not JSON".
+    onProtoPoisoning: "ignore",
+    onConstructorPoisoning: "ignore",
+    clientErrorHandler,
+    frameworkErrors: (err, request, reply) => {
+      void sendProblem(frameworkProblem(err), request, reply, logger);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(schemaCompiler());
   // Only JSON bodies are accepted unless a route adds its own parser (NDJSON, CSV): text is a 415.
@@ -99,6 +109,10 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
       throw new ProblemError("FORBIDDEN", "this endpoint needs a token whose roles claim contains admin");
     }
   });
+
+  // After the access checks, before anything reads the body as text or data (README "Input limits").
+  app.addHook("preParsing", refuseForeignCharset);
+  app.addHook("preValidation", refuseFaultyText);
 
   app.addHook("onResponse", async (request, reply) => {
     deps.metrics.request(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
@@ -190,7 +204,8 @@ function readTenant(header: string | string[] | undefined): string {
   }
   const tenant = value.trim();
   if (!TENANT_PATTERN.test(tenant)) {
-    throw new ProblemError("INVALID_REQUEST", "X-TENANT-ID must be 1 to 128 visible ASCII characters");
+    const message = "X-TENANT-ID must be 1 to 128 visible ASCII characters";
+    throw new ProblemError("INVALID_REQUEST", message, { errors: [{ path: "headers.x-tenant-id", message }] });
   }
   return tenant;
 }
@@ -239,6 +254,23 @@ function describeFastifyError(fe: FastifyError): string {
  * Answers a problem. The caller never sees SQL or a database's own message (see callerProblem):
  * those are logged here with the request id, which is all an operator needs to find them.
  */
+/** How long the rest of a body no longer wanted is read and dropped before its connection is closed. */
+const DRAIN_MS = 2000;
+
+/**
+ * A request answered before its body was read to the end (a streamed upload that failed part-way):
+ * the rest is read and dropped, so the client is not blocked on a full socket and reads the answer;
+ * if it still sends after {@link DRAIN_MS}, the connection is closed. Closing at once would reset
+ * it with unread data, and the client could lose the answer with it.
+ */
+function drainThenClose(raw: FastifyRequest["raw"]): void {
+  if (raw.complete) return;
+  const timer = setTimeout(() => raw.socket.destroy(), DRAIN_MS);
+  timer.unref();
+  raw.once("end", () => clearTimeout(timer));
+  raw.resume();
+}
+
 function sendProblem(problem: ProblemError, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {
   const cause = problem.cause instanceof Error ? problem.cause : undefined;
   const database = databaseCause(problem);
@@ -248,5 +280,7 @@ function sendProblem(problem: ProblemError, request: FastifyRequest, reply: Fast
     const error = database?.message ?? cause?.message ?? problem.message;
     logger.warn("request failed", { requestId: request.id, code: problem.code, status: problem.status, detail: problem.message, error });
   }
+  // `complete` is false only on a real connection whose body was not read to its end (an injected request has none).
+  if ((request.raw.complete as boolean | undefined) === false) reply.raw.once("finish", () => drainThenClose(request.raw));
   return reply.status(problem.status).type("application/problem+json").send(JSON.stringify(callerProblem(problem)));
 }

@@ -6,8 +6,8 @@ import { buildServer, type App } from "../../src/http/server.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
 import { createServices } from "../../src/services.js";
-import type { RunningWorker } from "../../workers/camunda7/worker.js";
-import { TEST_JWT_SECRET } from "./tokens.js";
+import type { RunningWorker } from "../../src/tasks/runner.js";
+import { adminToken, TEST_JWT_SECRET } from "./tokens.js";
 
 /** Keeps every log entry in memory, so tests can read what was logged. */
 export class MemoryTransport extends Transport {
@@ -38,4 +38,15 @@ export async function testServer(db: Database, env: Record<string, string> = {},
   app.addHook("onClose", () => services.transforms.close());
   await app.ready();
   return { app, config, logs, logger, metrics };
+}
+
+/** For a suite on one backend: a server and an admin token, made before its tests, the server closed after them. */
+export function adminServer(ctx: { db: Database }): { readonly server: TestServer; readonly token: string } {
+  const suite = {} as { server: TestServer; token: string };
+  before(async () => {
+    suite.server = await testServer(ctx.db);
+    suite.token = await adminToken();
+  });
+  after(() => suite.server.app.close());
+  return suite;
 }

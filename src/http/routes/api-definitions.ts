@@ -1,10 +1,11 @@
 import { Type, type Static } from "typebox";
 import type { ApiDefinitionInput } from "../../definitions/api-definition.js";
+import { EXTERNAL_ID_MAX_LENGTH } from "../../input.js";
 import { apiRequest } from "../../tasks/tasks.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../server.js";
+import { ExternalId, Offset } from "../schemas.js";
 
-const ExternalId = Type.String({ minLength: 1, maxLength: 200, pattern: "^[A-Za-z0-9._:~-]+$" });
 const DefinitionBody = Type.Object(
   {
     name: Type.Optional(Type.String({ maxLength: 500 })),
@@ -84,7 +85,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
         querystring: Type.Object(
           {
             limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
-            offset: Type.Integer({ minimum: 0, default: 0 }),
+            offset: Offset,
             active: Type.Optional(Type.Boolean()),
           },
           { additionalProperties: false },
@@ -166,7 +167,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
         summary: "Request an API definition by externalId; the answer is exactly the transform's result",
         tags: ["tasks"],
         params: Type.Object({ segment: Type.String({ pattern: "^[a-z0-9-]+$", maxLength: 100 }) }),
-        body: Type.Object({ apiDefinitionExternalId: Type.String({ minLength: 1, maxLength: 200 }), queryParameters: Type.Optional(QueryParameters) }, { additionalProperties: false }),
+        body: Type.Object({ apiDefinitionExternalId: Type.String({ minLength: 1, maxLength: EXTERNAL_ID_MAX_LENGTH }), queryParameters: Type.Optional(QueryParameters) }, { additionalProperties: false }),
         response: { 200: Type.Unknown({ description: "the transform's JSON result, no envelope" }) },
       },
     },

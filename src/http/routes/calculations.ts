@@ -3,8 +3,8 @@ import type { CalculationDefinitionInput } from "../../calculation/definition.js
 import type { CalculateRequest } from "../../calculation/service.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../server.js";
+import { ExternalId, Uuid } from "../schemas.js";
 
-const ExternalId = Type.String({ minLength: 1, maxLength: 200, pattern: "^[A-Za-z0-9._:~-]+$" });
 const Body = Type.Object(
   {
     name: Type.Optional(Type.String({ maxLength: 500 })),
@@ -48,7 +48,7 @@ export function calculationRoutes(app: App, { services }: ServerDeps): void {
         params: Params,
         body: Type.Object(
           {
-            inputs: Type.Optional(Type.Record(Type.String(), Type.Object({ items: Type.Optional(Type.Array(Type.Object({ id: Type.String() }))), value: Type.Optional(Type.Number()) }))),
+            inputs: Type.Optional(Type.Record(Type.String(), Type.Object({ items: Type.Optional(Type.Array(Type.Object({ id: Uuid }))), value: Type.Optional(Type.Number()) }))),
             eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
             queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
           },

@@ -6,8 +6,8 @@ import type { QueryType, SeriesRequest } from "../../timeseries/service.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../server.js";
+import { Uuid } from "../schemas.js";
 
-const Uuid = Type.String({ format: "uuid" });
 const NDJSON = "application/x-ndjson";
 const CSV = "text/csv";
 

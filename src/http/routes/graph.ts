@@ -4,10 +4,10 @@ import { deleteEntity, getEntity, listEntities, upsertEntities } from "../../gra
 import { createLinks } from "../../graph/links.js";
 import type { App, ServerDeps } from "../server.js";
 import { requireTenant } from "../request.js";
+import { Offset, Uuid } from "../schemas.js";
 
 const MAX_BATCH = 10_000;
 const Name = Type.String({ minLength: 1, maxLength: 200 });
-const Uuid = Type.String({ format: "uuid" });
 const Entity = Type.Object(
   { id: Uuid, type: Type.String(), key: Type.String() },
   { additionalProperties: true, description: "id, type, key and the attributes flattened beside them" },
@@ -81,7 +81,7 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
           {
             type: Type.Optional(Name),
             limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
-            offset: Type.Integer({ minimum: 0, default: 0 }),
+            offset: Offset,
           },
           { additionalProperties: false },
         ),
