@@ -197,6 +197,7 @@ function errorStatuses(route: { method: string | string[]; url: string }, access
     [403, "the token does not name the tenant, or lacks the admin role"],
     [404, "a row the request names does not exist in this tenant"],
   ];
+  if (route.url.includes(":")) statuses.push([414, "a path parameter is longer than the longest a route takes"]);
   if (hasBody) statuses.push([409, "a conflict with a stored row (a duplicate externalId, an inactive definition)"], [413, "the body is larger than BODY_LIMIT_BYTES"], [415, "the Content-Type is not accepted"], [422, "a transform or calculation failed"]);
   statuses.push([503, "the database is not reachable, or the service is busy or shutting down"]);
   return statuses;
