@@ -10,7 +10,7 @@ import { SignJWT } from "jose";
 import { openDatabase } from "../src/db/database.js";
 import { EXAMPLE_DEFINITION } from "../src/demo/seed.js";
 import { freePort, startNode } from "../test/support/process.js";
-import { option, percentile, summary, timeRuns } from "./harness.js";
+import { option, percentile, summary, timeRuns, waitForHealth } from "./harness.js";
 import { HAND_TUNED, seedGraph } from "./seed-graph.js";
 
 const agreements = Number(option("agreements", "20000"));
@@ -86,18 +86,6 @@ async function main(): Promise<void> {
     await db.knex("entities").where({ tenant }).del();
     await db.close();
   }
-}
-
-async function waitForHealth(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error("the server did not become healthy");
 }
 
 main().catch((err: unknown) => {

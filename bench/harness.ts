@@ -24,3 +24,16 @@ export function option(name: string, fallback: string): string {
   const prefix = `--${name}=`;
   return process.argv.find((a) => a.startsWith(prefix))?.slice(prefix.length) ?? fallback;
 }
+
+/** Waits until the server on `port` answers `/health` with 2xx. */
+export async function waitForHealth(port: number, attempts = 150): Promise<void> {
+  for (let i = 0; i < attempts; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error("the server did not become healthy");
+}

@@ -1,6 +1,8 @@
 import { ProblemError } from "../../errors.js";
-import type { AttributeClause, KeyClause, LinkClause, Position, Query, Value } from "./ast.js";
-import { QuerySyntaxError } from "./errors.js";
+import type { Query, Value } from "./ast.js";
+import { planJoins, type JoinPlan, type OutputLabel, type PlannedEntity, type ValueSource } from "./plan.js";
+
+export type { OutputLabel } from "./plan.js";
 
 /** Values for `${name}` parameters, by name. */
 export type QueryParameters = Readonly<Record<string, unknown>>;
@@ -12,12 +14,6 @@ export interface BindContext {
   maxRows: number;
   /** For `budgetedSql`: the most rows the walk may visit (links followed, entities looked at). */
   maxVisits?: number;
-}
-
-export interface OutputLabel {
-  name: string;
-  /** An entity label yields entities; a value label (only ever used as a value) yields distinct values. */
-  kind: "entity" | "value";
 }
 
 /** A query compiled once: SQL text with `?` placeholders, and how to bind them for one run. */
@@ -35,109 +31,28 @@ export interface CompiledQuery {
   bindBudgeted(context: BindContext): unknown[];
 }
 
+/** Compiles a parsed query into one parameterised SQL statement: its plan ({@link planJoins}), then the statement ({@link emitSql}). */
+export function compileQuery(query: Query): CompiledQuery {
+  return emitSql(planJoins(query));
+}
+
 type Binder = (context: BindContext) => unknown;
-
-interface EntityLabel {
-  name: string;
-  type: string;
-  typePos: Position;
-  alias: string;
-  keys: Value[];
-  attributes: AttributeClause[];
-  order: number;
-}
-
-interface LinkEdge {
-  clause: LinkClause;
-  from: string;
-  to: string;
-}
-
-interface ValueUse {
-  /** The entity whose key or attribute is compared. */
-  owner: string;
-  clause: KeyClause | AttributeClause;
-  label: string;
-  pos: Position;
-}
-
-const SELECTIVITY_KEY = 1000;
-const SELECTIVITY_ATTRIBUTE = 100;
+type Placed = PlannedEntity & { alias: string };
 
 /**
- * Compiles a parsed query into one parameterised SQL statement. Every value, attribute name and
- * relation is a bound parameter; only generated aliases appear in the SQL text.
+ * Writes a plan as one parameterised SQL statement. Every value, attribute name and relation is a
+ * bound parameter; only generated aliases appear in the SQL text.
  *
- * The joins are written in the order the compiler chooses: from the most selective entity (one
- * with `entity:key`, then the most constant attributes) outward along the links, always to the
- * most selective neighbour next. PostgreSQL reorders at most `join_collapse_limit` (8) relations
- * by itself, and a walk over six entities already has eleven. A neighbour with constants of its
- * own is looked up by them (key or GIN index) and its link checked; one without is reached
- * through the link.
+ * The joins are written in the plan's order. PostgreSQL reorders at most `join_collapse_limit`
+ * (8) relations by itself, and a walk over six entities already has eleven. Every step after the
+ * first is a subquery the planner may neither flatten (`offset 0`) nor move: a LATERAL one is the
+ * inner side of a nested loop, probed by an index with the values of the rows before it. So the
+ * plan is the compiler's walk on both backends, whatever the statistics say (the embedded
+ * database often has none), and rows stream through it, so the row limit stops the walk.
  */
-export function compileQuery(query: Query): CompiledQuery {
-  const entities = new Map<string, EntityLabel>();
-  const order = new Map<string, number>();
-  const see = (name: string) => {
-    if (!order.has(name)) order.set(name, order.size);
-  };
-  const declare = (name: string, type: string, pos: Position) => {
-    see(name);
-    const known = entities.get(name);
-    if (known === undefined) {
-      entities.set(name, { name, type, typePos: pos, alias: `e${entities.size}`, keys: [], attributes: [], order: order.get(name)! });
-    } else if (known.type !== type) {
-      throw new QuerySyntaxError(
-        pos,
-        `type ${type}`,
-        `type ${known.type}`,
-        `label ?${name} is of type ${known.type} (line ${known.typePos.line}, column ${known.typePos.column}) and cannot also be of type ${type}`,
-      );
-    }
-  };
-
-  // Pass 1: every label bound to an entity, with its type.
-  for (const statement of query.statements) {
-    declare(statement.label.name, statement.type, statement.label.pos);
-    for (const clause of statement.clauses) {
-      if (clause.kind === "link" && clause.target.type !== undefined) declare(clause.target.label.name, clause.target.type, clause.target.label.pos);
-      if (clause.kind !== "link" && clause.value.kind === "label") see(clause.value.name);
-      if (clause.kind === "link") see(clause.target.label.name);
-    }
-  }
-
-  // Pass 2: constraints, links and value uses.
-  const links: LinkEdge[] = [];
-  const valueUses: ValueUse[] = [];
-  const parameters = new Set<string>();
-  for (const statement of query.statements) {
-    const subject = entities.get(statement.label.name)!;
-    for (const clause of statement.clauses) {
-      if (clause.kind === "link") {
-        const target = clause.target.label;
-        if (!entities.has(target.name)) {
-          throw new QuerySyntaxError(
-            target.pos,
-            `?${target.name}`,
-            `Type:?${target.name} or a statement that binds ?${target.name}`,
-            `label ?${target.name} is not bound to an entity: give it a type (Type:?${target.name}) or a statement of its own`,
-          );
-        }
-        links.push({ clause, from: subject.name, to: target.name });
-        continue;
-      }
-      collectParameters(clause.value, parameters);
-      if (clause.value.kind === "label") {
-        valueUses.push({ owner: subject.name, clause, label: clause.value.name, pos: clause.value.pos });
-      } else if (clause.kind === "key") {
-        subject.keys.push(clause.value);
-      } else {
-        subject.attributes.push(clause);
-      }
-    }
-  }
-
-  const labels: OutputLabel[] = [...order.keys()].map((name) => ({ name, kind: entities.has(name) ? "entity" : "value" }));
+export function emitSql(plan: JoinPlan): CompiledQuery {
+  const entities = new Map<string, Placed>(plan.entities.map((e, i) => [e.name, { ...e, alias: `e${i}` }]));
+  const alias = (name: string) => entities.get(name)!.alias;
   // Fragments are written out of text order (the WHERE clause before the joins), so a binder is
   // marked in place and the markers are numbered in text order at the end.
   const binders: Binder[] = [];
@@ -151,10 +66,10 @@ export function compileQuery(query: Query): CompiledQuery {
   // so the step is run again for every row before it (and counted each time) rather than run
   // once and kept, which would leave a cross product uncounted.
   const VISIT = "\uE001\uE001";
-  const visitAfter = (alias: string) => `\uE001${alias}\uE001`;
+  const visitAfter = (a: string) => `\uE001${a}\uE001`;
   let lastPlaced = "";
 
-  const entityConditions = (e: EntityLabel): string[] => {
+  const entityConditions = (e: Placed): string[] => {
     const conditions = [`${e.alias}.tenant = ${tenant()}`, `${e.alias}.type = ${bind(() => e.type)}`];
     for (const key of e.keys) conditions.push(`${e.alias}.key = ${bind((c) => textOf(resolveValue(key, c.params)))}`);
     for (const attribute of e.attributes) {
@@ -168,77 +83,22 @@ export function compileQuery(query: Query): CompiledQuery {
     return conditions;
   };
 
-  // Value labels are compared where their uses' entities are placed: the first use placed names
-  // the value (for an attribute, each of its non-null elements: a variable ranges over the values
-  // that make the clause match, as a constant does), every later use must hold it.
   const valueColumns = new Map<string, string>();
+  const from: string[] = [];
   const where: string[] = [];
   let valueCount = 0;
-  const attributeName = (use: ValueUse) => bind(() => (use.clause as AttributeClause).name);
-  const holds = (use: ValueUse, value: string) => {
-    const owner = entities.get(use.owner)!.alias;
-    if (use.clause.kind === "key") return `to_jsonb(${owner}.key) = ${value}`;
-    const name = attributeName(use);
-    // Equal to the value or an array holding it: the same test as a constant's, by the GIN index.
-    return `(${owner}.attributes @> jsonb_build_object(${name}::text, ${value}) or ${owner}.attributes @> jsonb_build_object(${attributeName(use)}::text, jsonb_build_array(${value})))`;
-  };
-  const placeValueUses = (e: EntityLabel) => {
-    for (const use of valueUses) {
-      const entityValue = entities.get(use.label);
-      if (entityValue !== undefined) {
-        // An entity label as a value: its id (as text), under the same rule as a constant.
-        const ready = (use.owner === e.name && placed.has(use.label)) || (use.label === e.name && placed.has(use.owner));
-        if (ready) where.push(holds(use, `to_jsonb(${entityValue.alias}.id::text)`));
-        continue;
-      }
-      if (use.owner !== e.name) continue;
-      const known = valueColumns.get(use.label);
-      if (known !== undefined) {
-        where.push(holds(use, known));
-        continue;
-      }
-      const owner = e.alias;
-      if (use.clause.kind === "key") {
-        valueColumns.set(use.label, `to_jsonb(${owner}.key)`);
-        continue;
-      }
-      const v = `v${valueCount++}`;
-      const raw = `${owner}.attributes -> ${attributeName(use)}`;
-      // A missing attribute gives [null], and null is no value: no row, as with a constant.
-      from.push(
-        `cross join lateral jsonb_array_elements(case jsonb_typeof(${raw}) when 'array' then ${raw} else jsonb_build_array(${raw}) end) ${v}(value)`,
-      );
-      where.push(`jsonb_typeof(${v}.value) <> 'null'`);
-      valueColumns.set(use.label, `${v}.value`);
-    }
-  };
-
-  // Join order: greedy walk from the most selective entity along links. Every tie is broken by
-  // the pattern itself (types, label names, relations), never by the order it was written in, so
-  // every writing of a pattern compiles to the same plan.
-  const score = (e: EntityLabel) => e.keys.length * SELECTIVITY_KEY + e.attributes.length * SELECTIVITY_ATTRIBUTE + 1;
-  const degree = (e: EntityLabel) => links.filter((l) => l.from === e.name || l.to === e.name).length;
-  const before = (a: EntityLabel, b: EntityLabel) =>
-    score(a) !== score(b)
-      ? score(a) > score(b)
-      : degree(a) !== degree(b)
-        ? degree(a) > degree(b)
-        : a.type !== b.type
-          ? a.type < b.type
-          : a.name < b.name;
-  const bestOf = (candidates: EntityLabel[]) => candidates.reduce((best, e) => (before(e, best) ? e : best));
-  const linkKey = (l: LinkEdge) => `${l.clause.relation}\u0000${l.from}\u0000${l.to}`;
-  const placed = new Set<string>();
-  const pending = [...links].sort((a, b) => (linkKey(a) < linkKey(b) ? -1 : linkKey(a) > linkKey(b) ? 1 : 0));
-  const from: string[] = [];
   let linkCount = 0;
-  // Every step after the first is a subquery the planner may neither flatten (`offset 0`) nor
-  // move: a LATERAL one is the inner side of a nested loop, probed by an index with the values of
-  // the rows before it. So the plan is the compiler's walk on both backends, whatever the
-  // statistics say (the embedded database often has none), and rows stream through it, so the
-  // row limit stops the walk.
-  const placeEntity = (e: EntityLabel, joinOn: string[]) => {
-    if (placed.size === 0) {
+  const holds = (owner: string, source: ValueSource, value: string) => {
+    if (source.kind === "key") return `to_jsonb(${owner}.key) = ${value}`;
+    // Equal to the value or an array holding it: the same test as a constant's, by the GIN index.
+    return (
+      `(${owner}.attributes @> jsonb_build_object(${bind(() => source.name)}::text, ${value})` +
+      ` or ${owner}.attributes @> jsonb_build_object(${bind(() => source.name)}::text, jsonb_build_array(${value})))`
+    );
+  };
+  const placeEntity = (name: string, joinOn: string[]) => {
+    const e = entities.get(name)!;
+    if (lastPlaced === "") {
       from.push(`entities ${e.alias}`);
       where.push(...entityConditions(e), VISIT);
     } else {
@@ -249,50 +109,52 @@ export function compileQuery(query: Query): CompiledQuery {
       );
     }
     lastPlaced = e.alias;
-    placed.add(e.name);
-    placeValueUses(e);
   };
-  while (placed.size < entities.size) {
-    placeEntity(bestOf([...entities.values()].filter((e) => !placed.has(e.name))), []);
-    for (;;) {
-      // Links whose both ends are placed are checked at once; they cannot multiply rows. The
-      // check is a LATERAL subquery so both ends are known values inside it and the lookup is
-      // exact; as a plain join the planner may probe by one end only, and one end can be a hub.
-      for (let i = 0; i < pending.length; ) {
-        const link = pending[i]!;
-        if (!placed.has(link.from) || !placed.has(link.to)) {
-          i++;
-          continue;
-        }
-        pending.splice(i, 1);
+
+  for (const step of plan.steps) {
+    switch (step.kind) {
+      case "find":
+        placeEntity(step.entity, []);
+        break;
+      case "follow": {
+        // The link is followed from the placed end; the entity it reaches is then looked up by id.
         const l = `l${linkCount++}`;
-        const a = entities.get(link.from)!.alias;
-        const b = entities.get(link.to)!.alias;
+        const known = alias(step.forward ? step.link.from : step.link.to);
         from.push(
-          `cross join lateral (select 1 from links ${l} where ${l}.tenant = ${tenant()} and ${l}.from_id = ${a}.id` +
-            ` and ${l}.relation = ${bind(() => link.clause.relation)} and ${l}.to_id = ${b}.id limit 1) ${l}`,
+          `cross join lateral (select ${l}.${step.forward ? "to_id" : "from_id"} as id from links ${l} where ${l}.tenant = ${tenant()}` +
+            ` and ${l}.${step.forward ? "from_id" : "to_id"} = ${known}.id and ${l}.relation = ${bind(() => step.link.relation)} and ${VISIT} offset 0) ${l}`,
         );
+        placeEntity(step.entity, [`${alias(step.entity)}.id = ${l}.id`]);
+        break;
       }
-      const frontier = pending.filter((link) => placed.has(link.from) !== placed.has(link.to));
-      if (frontier.length === 0) break;
-      const next = bestOf(frontier.map((link) => entities.get(placed.has(link.from) ? link.to : link.from)!));
-      if (score(next) > 1) {
-        // An entity with constants is found through its own index, and its links are then only
-        // checked: driving it from a neighbour would walk every link of that neighbour (a tenant's
-        // index set links to all of its agreements).
-        placeEntity(next, []);
-        continue;
+      case "check": {
+        // A LATERAL subquery so both ends are known values inside it and the lookup is exact; as a
+        // plain join the planner may probe by one end only, and one end can be a hub.
+        const l = `l${linkCount++}`;
+        from.push(
+          `cross join lateral (select 1 from links ${l} where ${l}.tenant = ${tenant()} and ${l}.from_id = ${alias(step.link.from)}.id` +
+            ` and ${l}.relation = ${bind(() => step.link.relation)} and ${l}.to_id = ${alias(step.link.to)}.id limit 1) ${l}`,
+        );
+        break;
       }
-      const link = frontier.find((l) => l.from === next.name || l.to === next.name)!;
-      pending.splice(pending.indexOf(link), 1);
-      const l = `l${linkCount++}`;
-      const forward = placed.has(link.from);
-      const known = entities.get(forward ? link.from : link.to)!.alias;
-      from.push(
-        `cross join lateral (select ${l}.${forward ? "to_id" : "from_id"} as id from links ${l} where ${l}.tenant = ${tenant()}` +
-          ` and ${l}.${forward ? "from_id" : "to_id"} = ${known}.id and ${l}.relation = ${bind(() => link.clause.relation)} and ${VISIT} offset 0) ${l}`,
-      );
-      placeEntity(next, [`${next.alias}.id = ${l}.id`]);
+      case "compare":
+        where.push(holds(alias(step.owner), step.source, step.entityLabel ? `to_jsonb(${alias(step.label)}.id::text)` : valueColumns.get(step.label)!));
+        break;
+      case "bind": {
+        const owner = alias(step.owner);
+        if (step.source.kind === "key") {
+          valueColumns.set(step.label, `to_jsonb(${owner}.key)`);
+          break;
+        }
+        const name = step.source.name;
+        const v = `v${valueCount++}`;
+        const raw = `${owner}.attributes -> ${bind(() => name)}`;
+        // A missing attribute gives [null], and null is no value: no row, as with a constant.
+        from.push(`cross join lateral jsonb_array_elements(case jsonb_typeof(${raw}) when 'array' then ${raw} else jsonb_build_array(${raw}) end) ${v}(value)`);
+        where.push(`jsonb_typeof(${v}.value) <> 'null'`);
+        valueColumns.set(step.label, `${v}.value`);
+        break;
+      }
     }
   }
 
@@ -302,7 +164,7 @@ export function compileQuery(query: Query): CompiledQuery {
   const columns: string[] = [];
   const groups: string[] = [];
   const ordering: string[] = [];
-  labels.forEach((label, i) => {
+  plan.labels.forEach((label, i) => {
     const entity = entities.get(label.name);
     if (entity !== undefined) {
       columns.push(`${entity.alias}.id as c${i}`, `${entity.alias}.key as k${i}`);
@@ -335,18 +197,13 @@ export function compileQuery(query: Query): CompiledQuery {
   const budgeted = number(marked.replace(/\uE001(\w*)\uE001/g, (_, after: string) => (after === "" ? count : `${after}.id is not null and ${count}`)));
 
   return {
-    labels,
-    parameters: [...parameters],
+    labels: plan.labels,
+    parameters: plan.parameters,
     sql: plain.sql,
     bind: plain.bind,
     budgetedSql: budgeted.sql,
     bindBudgeted: budgeted.bind,
   };
-}
-
-function collectParameters(value: Value, into: Set<string>): void {
-  if (value.kind === "param") into.add(value.name);
-  if (value.kind === "string") for (const part of value.parts) if (typeof part !== "string") into.add(part.param);
 }
 
 type Scalar = string | number | boolean;

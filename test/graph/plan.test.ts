@@ -1,0 +1,109 @@
+import { expect } from "chai";
+import fc from "fast-check";
+import { EXAMPLE_QUERY } from "../../src/demo/seed.js";
+import { parseQuery } from "../../src/graph/query/parser.js";
+import { planJoins, type JoinPlan, type PlanStep } from "../../src/graph/query/plan.js";
+import { patternModel, printPattern } from "../support/graphArbitrary.js";
+
+const plan = (source: string) => planJoins(parseQuery(source));
+
+/** A step as one line a person reads. */
+function describe_(step: PlanStep): string {
+  switch (step.kind) {
+    case "find":
+      return `find ${step.entity}`;
+    case "follow":
+      return `follow ${step.link.relation} ${step.forward ? "to" : "from"} ${step.entity}`;
+    case "check":
+      return `check ${step.link.from} ${step.link.relation} ${step.link.to}`;
+    case "bind":
+    case "compare":
+      return `${step.kind} ${step.label} at ${step.owner} ${step.source.kind === "key" ? "key" : step.source.name}`;
+  }
+}
+const walk = (p: JoinPlan) => p.steps.map(describe_);
+
+describe("graph query plan", () => {
+  it("walks the example from the tenant's key, finds the agreement by its attribute and checks its link to the index set", () => {
+    expect(walk(plan(EXAMPLE_QUERY))).to.deep.equal([
+      "find tenant",
+      "follow hasIndexSet to indexSet",
+      "find agreement",
+      "check agreement inIndexSet indexSet",
+      "follow hasProduct to product",
+      "follow hasArrangement to arrangement",
+      "follow hasAccessPointRelation to relation",
+      "follow accessPoint to accessPoint",
+    ]);
+  });
+
+  it("binds a value label at its first use and compares it at the others; an entity label as a value is compared once both ends are placed", () => {
+    expect(walk(plan(`Site ?s; attribute:city ?c. Site ?t; attribute:city ?c.`))).to.deep.equal(["find s", "bind c at s city", "find t", "compare c at t city"]);
+    expect(walk(plan(`Site ?s; attribute:members ?m. Meter ?m.`))).to.deep.equal(["find m", "find s", "compare m at s members"]);
+    expect(walk(plan(`A ?a; entity:key ?k. B ?b; attribute:x ?k; link:r ?a.`))).to.deep.equal(["find a", "bind k at a key", "follow r from b", "compare k at b x"]);
+  });
+
+  it("prefers a key over attributes, and more attributes over fewer, as the starting point", () => {
+    expect(walk(plan(`A ?a; link:r B:?b. B ?b; attribute:x 1. C ?c; link:s ?b; entity:key "k".`))[0]).to.equal("find c");
+    expect(walk(plan(`A ?a; attribute:y 2; link:r B:?b. B ?b; attribute:x 1; attribute:z 3.`))[0]).to.equal("find b");
+  });
+
+  it("is the same plan for every writing of a pattern", () => {
+    const reordered = patternModel.chain((pattern) =>
+      fc.tuple(fc.constant(pattern), fc.shuffledSubarray(pattern.statements, { minLength: pattern.statements.length }), fc.boolean()),
+    );
+    fc.assert(
+      fc.property(reordered, ([pattern, shuffled, reverse]) => {
+        const statements = shuffled.map((s) => (reverse ? { ...s, clauses: [...s.clauses].reverse() } : s));
+        expect(walk(plan(printPattern({ ...pattern, statements })))).to.deep.equal(walk(plan(printPattern(pattern))));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("places every entity once, uses every link once from a placed end, binds every value label once before comparing it", () => {
+    fc.assert(
+      fc.property(patternModel, (pattern) => {
+        const p = plan(printPattern(pattern));
+        const placed: string[] = [];
+        const bound = new Set<string>();
+        let linkSteps = 0;
+        const entityNames = new Set(p.entities.map((e) => e.name));
+        for (const step of p.steps) {
+          if (step.kind === "find") placed.push(step.entity);
+          if (step.kind === "follow") {
+            linkSteps++;
+            expect(placed, describe_(step)).to.include(step.forward ? step.link.from : step.link.to);
+            expect(step.entity).to.equal(step.forward ? step.link.to : step.link.from);
+            placed.push(step.entity);
+          }
+          if (step.kind === "check") {
+            linkSteps++;
+            expect(placed, describe_(step)).to.include.members([step.link.from, step.link.to]);
+          }
+          if (step.kind === "bind") {
+            expect(bound.has(step.label), describe_(step)).to.equal(false);
+            expect(placed).to.include(step.owner);
+            bound.add(step.label);
+          }
+          if (step.kind === "compare") {
+            expect(placed).to.include(step.owner);
+            if (step.entityLabel) expect(placed).to.include(step.label);
+            else expect(bound.has(step.label), describe_(step)).to.equal(true);
+          }
+        }
+        expect([...placed].sort()).to.deep.equal([...entityNames].sort());
+        const links = pattern.statements.flatMap((s) => s.clauses.filter((c) => c.kind === "link"));
+        expect(linkSteps).to.equal(links.length);
+        const valueLabels = p.labels.filter((l) => l.kind === "value").map((l) => l.name);
+        expect([...bound].sort()).to.deep.equal([...valueLabels].sort());
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("refuses a label of two types and a link to a label bound to no entity, naming where", () => {
+    expect(() => plan(`A ?x. B ?x.`)).to.throw(/label \?x is of type A \(line 1, column 3\) and cannot also be of type B/);
+    expect(() => plan(`A ?x; link:r ?y.`)).to.throw(/label \?y is not bound to an entity/);
+  });
+});
