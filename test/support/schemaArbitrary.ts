@@ -239,16 +239,17 @@ function objectArbitrary(schema: JsonSchema, options: Options): fc.Arbitrary<Rec
     ...names.map((key) =>
       fc.tuple(
         fc.constant(key),
-        // A required property is there most of the time, an optional one about half of it.
-        required.has(key) ? fc.oneof({ weight: 12, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }) : fc.boolean(),
+        // A required property is there (most of the time, when hostile), an optional one about half of it.
+        required.has(key) ? (options.hostile > 0 ? fc.oneof({ weight: 12, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }) : fc.constant(true)) : fc.boolean(),
         arbitraryOf(properties[key]!, options, key),
       ),
     ),
   );
   const open = schema.additionalProperties !== false;
   const valueOfExtra: JsonSchema = typeof schema.additionalProperties === "object" ? schema.additionalProperties : (Object.values(schema.patternProperties ?? {})[0] ?? {});
+  // A closed object gets a stray key only when hostile.
   const extraKey = open ? fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), hostileKey) : fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: hostileKey });
-  const extras = fc.array(fc.tuple(extraKey, arbitraryOf(valueOfExtra, options, "")), { maxLength: open ? 3 : 1 });
+  const extras = fc.array(fc.tuple(extraKey, arbitraryOf(valueOfExtra, options, "")), { maxLength: open ? 3 : options.hostile > 0 ? 1 : 0 });
   return fc.tuple(fields, extras).map(([present, extra]) =>
     fromPairs([
       ...present.filter(([, here]) => here).map(([key, , value]) => [key, value] as [string, unknown]),
