@@ -4,6 +4,9 @@ import ajvFormats from "ajv-formats";
 import { expect } from "chai";
 import fc from "fast-check";
 import { SignJWT } from "jose";
+import { INTERVALS } from "../../src/timeseries/buckets.js";
+import { PERIODS } from "../../src/timeseries/periods.js";
+import { METRICS } from "../../src/timeseries/query.js";
 import { describeEachBackend, randomTenant } from "../support/backends.js";
 import { anyValue, arbitraryOf, hostileDates, hostileNumbers, hostileString, hostileStrings, type Hints, type JsonSchema } from "../support/schemaArbitrary.js";
 import { testServer, type TestServer } from "../support/server.js";
@@ -101,16 +104,17 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
       events: [0, 1, 2, 3].map((h) => ({ timestamp: `2024-01-01T0${h}:30:00Z`, value: h + 0.5, sourceId: source, tags: [`${mark}-tag`], keyValues: { owner: mark } })),
     });
     const api = `${mark}-api-${randomUUID()}`;
-    await call(operator, tenant, "POST", "/api-definitions", {
+    const apiBody = {
       name: `${mark} walk`,
       externalId: api,
       active: true,
       data: { queryParameters: [{ name: "key", type: "string" }] },
       query: 'Agreement ?a; entity:key "${key}"; link:meter Item:?i.',
       transform: "$",
-    });
+    };
+    await call(operator, tenant, "POST", "/api-definitions", apiBody);
     const calculation = `${mark}-calc-${randomUUID()}`;
-    await call(operator, tenant, "POST", "/calculation-definitions", {
+    const calculationBody = {
       externalId: calculation,
       calculationType: "EXPRESSION",
       data: {
@@ -122,8 +126,29 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
           scope: { a: { type: "TIMESERIES", timeseries: { selectVariable: "{{?cons}}" } } },
         },
       },
-    });
-    return { key, agreement, item, api, calculation, values: [key, secretValue, source, api, calculation, agreement, item, `${mark}-unit`, `${mark}-tag`] };
+    };
+    await call(operator, tenant, "POST", "/calculation-definitions", calculationBody);
+    return { apiBody, calculationBody, key, agreement, item, api, calculation, values: [key, secretValue, source, api, calculation, agreement, item, `${mark}-unit`, `${mark}-tag`] };
+  }
+
+  /**
+   * Puts the first tenant's seeded rows back as they were (same ids), so later batches still reach
+   * rows the fuzzer deleted or changed. What it answers is not checked: a row the fuzzer renamed into
+   * the way is fine to leave.
+   */
+  async function restore(tenant: string, seeded: Awaited<ReturnType<typeof seed>>): Promise<void> {
+    const send = (method: string, url: string, payload: object) =>
+      server.app.inject({ method: method as "POST", url, headers: { authorization: `Bearer ${operator}`, "x-tenant-id": tenant }, payload });
+    await send("POST", "/graph/entities", { entities: [{ type: "Agreement", key: seeded.key, id: seeded.agreement }, { type: "Item", key: `${seeded.key}-item`, id: seeded.item }] });
+    await send("POST", "/graph/links", { links: [{ from: { id: seeded.agreement }, relation: "meter", to: { id: seeded.item } }] });
+    await send("POST", `/items/${seeded.item}/events`, { events: [0, 1, 2, 3].map((h) => ({ timestamp: `2024-01-01T0${h}:30:00Z`, value: h + 0.5 })) });
+    for (const [path, body] of [
+      ["/api-definitions", seeded.apiBody],
+      ["/calculation-definitions", seeded.calculationBody],
+    ] as const) {
+      const res = await send("PUT", `${path}/${body.externalId}`, body);
+      if (res.statusCode === 404) await send("POST", path, body);
+    }
   }
 
   it("answers ≥ FUZZ_CASES generated requests over every operation with a documented status, problem+json errors, no 5xx and nothing of another tenant", async function () {
@@ -178,6 +203,7 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
           }
         }
       }
+      await restore(tenantA, a);
       const health = await server.app.inject({ method: "GET", url: "/health" });
       expect(health.statusCode, `/health after batch ${batch} (seed ${SEED}): ${health.body}`).to.equal(200);
     }
@@ -185,6 +211,7 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
     const byRoute = new Map<string, number>();
     for (const [tally, n] of statuses) byRoute.set(tally.split(" ")[0]!, (byRoute.get(tally.split(" ")[0]!) ?? 0) + n);
     console.log(`      fuzzed ${count} cases on ${ctx.name} (FUZZ_SEED=${SEED}) over ${byRoute.size} operations; statuses: ${summarise(statuses)}`);
+    if (process.env.FUZZ_VERBOSE !== undefined) console.log([...statuses.entries()].sort().map(([t, n]) => `      ${t} ×${n}`).join("\n"));
     const report = [...failures.entries()].map(([kind, { count, example }]) => `${kind} (×${count})\n  ${example}`);
     expect(report, `FUZZ_SEED=${SEED}: ${failures.size} kinds of failure\n${report.join("\n")}`).to.deep.equal([]);
     expect(count).to.be.at.least(CASES);
@@ -289,25 +316,34 @@ interface Known {
 }
 
 function caseArbitrary(routes: Route[], tokens: Token[], known: Known): fc.Arbitrary<Case> {
-  const hints = domainHints(known);
+  return fc.oneof(
+    { weight: 3, arbitrary: casesOf(routes, tokens, known, true) },
+    // Well-formed requests of a good token, with values of the right shape: these reach past validation
+    // into every route's own checks, the database and the evaluators.
+    { weight: 1, arbitrary: casesOf(routes, [tokens[0]!], known, false) },
+  );
+}
+
+function casesOf(routes: Route[], tokens: Token[], known: Known, hostile: boolean): fc.Arbitrary<Case> {
+  const hints = domainHints(known, hostile);
   const token = fc.oneof(...tokens.map((t) => ({ weight: t.weight, arbitrary: fc.constant(t.header) })));
-  const tenant = fc.oneof(
+  const tenant = !hostile ? fc.constant<string | undefined>(known.tenantA) : fc.oneof(
     { weight: 30, arbitrary: fc.constant<string | undefined>(known.tenantA) },
     { weight: 1, arbitrary: fc.constant<string | undefined>(known.tenantB) },
     { weight: 1, arbitrary: fc.constant<string | undefined>(undefined) },
     { weight: 1, arbitrary: headerText },
   );
-  const options = { hostile: 2, hints };
+  const options = { hostile: hostile ? 2 : 0, hints };
   return fc.oneof(
     ...routes.map((route, index) => {
       const parameters = route.op.parameters ?? [];
       const path = parameters.filter((p) => p.in === "path");
       const query = parameters.filter((p) => p.in === "query");
-      const pathValues = fc.tuple(...path.map((p) => fc.tuple(arbitraryOf(p.schema, options, p.name), fc.nat(20).map((n) => n === 0))));
+      const pathValues = fc.tuple(...path.map((p) => fc.tuple(arbitraryOf(p.schema, options, p.name), fc.nat(20).map((n) => hostile && n === 0))));
       const queryValues = fc.tuple(
-        ...query.map((p) => fc.option(fc.oneof({ weight: 6, arbitrary: arbitraryOf(p.schema, options, p.name) }, { weight: 1, arbitrary: fc.constantFrom(...hostileNumbers) }), { freq: 2 })),
+        ...query.map((p) => fc.option(hostile ? fc.oneof({ weight: 6, arbitrary: arbitraryOf(p.schema, options, p.name) }, { weight: 1, arbitrary: fc.constantFrom(...hostileNumbers) }) : arbitraryOf(p.schema, options, p.name), { freq: 2 })),
       );
-      const extraQuery = fc.option(fc.tuple(fc.oneof(fc.constantFrom("limit", "offset", "partial", "type", "__proto__", "x"), hostileString), anyValue), { freq: 8 });
+      const extraQuery = !hostile ? fc.constant(null) : fc.option(fc.tuple(fc.oneof(fc.constantFrom("limit", "offset", "partial", "type", "__proto__", "x"), hostileString), anyValue), { freq: 8 });
       const jsonSchema = route.op.requestBody?.content["application/json"]?.schema;
       const body = bodyArbitrary(route, jsonSchema, options);
       return fc
@@ -343,8 +379,18 @@ interface Body {
 /** JSON from the body's schema, mostly; else raw text that is not what it claims, or in another type. */
 function bodyArbitrary(route: Route, schema: JsonSchema | undefined, options: { hostile: number; hints: Hints }): fc.Arbitrary<Body | undefined> {
   if (schema === undefined) return fc.constant(undefined);
+  const hostile = options.hostile > 0;
+  const event = options.hints.events! as fc.Arbitrary<{ itemId?: unknown; timestamp: unknown; value: unknown }>;
+  if (!hostile) {
+    const json = arbitraryOf(schema, options, "body").map((value) => ({ type: "application/json", text: JSON.stringify(value) }));
+    if (route.op.requestBody?.content["application/x-ndjson"] === undefined) return json;
+    const lines = fc.array(event, { minLength: 1, maxLength: 5 });
+    const ndjson = lines.map((l) => ({ type: "application/x-ndjson", text: l.map((e) => JSON.stringify(e)).join("\n") }));
+    const csv = lines.map((l) => ({ type: "text/csv", text: ["itemId,timestamp,value", ...l.map((e) => [e.itemId, e.timestamp, e.value].join(","))].join("\n") }));
+    return fc.oneof(json, ndjson, csv);
+  }
   // Hostile values at any depth, or the schema's shape throughout with hostile leaves only where the
-  // open properties take them (so a body also gets past validation into the route's own checks).
+  // open properties take them.
   const json = fc
     .oneof(arbitraryOf(schema, options, "body"), arbitraryOf(schema, { ...options, hostile: 0 }, "body"))
     .map((value) => JSON.stringify(value) ?? "null");
@@ -374,7 +420,6 @@ function bodyArbitrary(route: Route, schema: JsonSchema | undefined, options: { 
     { weight: 2, arbitrary: rawJson.map((text) => ({ type: "application/json", text })) },
   ];
   if (route.op.requestBody?.content["application/x-ndjson"] !== undefined) {
-    const event = options.hints.events!;
     const lines = fc.array(fc.oneof({ weight: 5, arbitrary: event.map((e) => JSON.stringify(e)) }, { weight: 1, arbitrary: hostileString }), { maxLength: 5 });
     choices.push({ weight: 5, arbitrary: lines.map((l) => ({ type: "application/x-ndjson", text: l.join("\n") })) });
     const cell = fc.oneof(fc.constantFrom(...hostileStrings.filter((s) => s.length < 100)), fc.constantFrom(...hostileDates.map(String)), fc.constantFrom(...hostileNumbers.map(String)), fc.string({ maxLength: 8 }));
@@ -386,35 +431,36 @@ function bodyArbitrary(route: Route, schema: JsonSchema | undefined, options: { 
 }
 
 /** Shapes for what the schemas leave open, with hostile leaves; the first tenant's keys to reach its rows. */
-function domainHints(known: Known): Hints {
+function domainHints(known: Known, hostile: boolean): Hints {
   const { a } = known;
   const some = <T>(values: T[]) => fc.constantFrom(...values);
-  const date = fc.oneof(
-    { weight: 4, arbitrary: fc.date({ min: new Date("2023-12-30T00:00:00Z"), max: new Date("2024-01-03T00:00:00Z"), noInvalidDate: true }).map((d) => d.toISOString()) },
-    { weight: 2, arbitrary: some(hostileDates) },
-  );
-  const number = fc.oneof({ weight: 4, arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }) }, { weight: 1, arbitrary: some(hostileNumbers) });
-  const text = fc.oneof({ weight: 3, arbitrary: fc.string({ maxLength: 12 }) }, { weight: 1, arbitrary: hostileString });
+  /** The good values, or (when hostile) now and then a bad one. */
+  const or = (good: fc.Arbitrary<unknown>, bad: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> => (hostile ? fc.oneof({ weight: 3, arbitrary: good }, { weight: 1, arbitrary: bad }) : good);
+  const date = or(fc.date({ min: new Date("2023-12-30T00:00:00Z"), max: new Date("2024-01-03T00:00:00Z"), noInvalidDate: true }).map((d) => d.toISOString()), some(hostileDates));
+  const number = or(fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }), some(hostileNumbers));
+  const plain = fc.string({ minLength: 1, maxLength: 12, unit: "grapheme-ascii" });
+  const text: fc.Arbitrary<string> = hostile ? fc.oneof({ weight: 3, arbitrary: plain }, { weight: 1, arbitrary: hostileString }) : plain;
   const eventDateRange = fc.oneof(
-    fc.record({ period: fc.constant("Custom range"), from: date, to: date, timeZone: fc.oneof(some(["UTC", "Europe/Brussels", "America/New_York"]), text) }, { requiredKeys: ["period"] }),
-    fc.record({ period: fc.oneof(some(["Today", "Yesterday", "This week", "Last 7 days", "This month", "Last month", "This year", "Custom range"]), text), timeZone: some(["UTC", "Asia/Kolkata"]) }, { requiredKeys: ["period"] }),
+    fc.record({ period: fc.constant("Custom range"), from: date, to: date, timeZone: or(some(["UTC", "Europe/Brussels", "America/New_York"]), text) }, { requiredKeys: ["period"] }),
+    fc.record({ period: or(some([...PERIODS]), text), timeZone: some(["UTC", "Asia/Kolkata"]) }, { requiredKeys: ["period"] }),
     fc.constant(RANGE),
-    anyValue,
+    ...(hostile ? [anyValue] : []),
   );
-  const metric = fc.oneof(some(["sum", "avg", "min", "max", "count", "first", "last", "median", "delta"]), text);
-  const interval = fc.oneof(some(["Minutely", "Quarterly", "Hourly", "Daily", "Weekly", "Monthly", "Yearly", "15 minutes"]), text);
+  const metric = or(some([...METRICS]), text);
+  const interval = or(some([...INTERVALS]), text);
   const queryOptions = fc.oneof(
+    fc.record({ aggregation: fc.record({ metric: some([...METRICS]), interval: some([...INTERVALS]) }) }),
     fc.record(
       {
-        aggregation: fc.oneof(fc.record({ metric, interval }, { requiredKeys: [] }), anyValue),
-        sorting: fc.oneof(fc.record({ order: fc.oneof(fc.array(fc.oneof(some(["timestamp", "value-", "sourceId", "value", "toString", "constructor-", "__proto__"]), text), { maxLength: 3 }), anyValue) }), anyValue),
-        pagination: fc.oneof(fc.record({ offset: number, limit: number }, { requiredKeys: [] }), anyValue),
-        filters: fc.oneof(fc.array(fc.record({ field: fc.oneof(some(["sourceId", "tags", "keyValues.owner", "value"]), text), operator: fc.oneof(some(["eq", "in", "gt", "contains"]), text), value: anyValue }, { requiredKeys: [] }), { maxLength: 2 }), anyValue),
-        gapStrategy: fc.oneof(some(["none", "zero", "previous", "linear"]), text),
+        aggregation: or(fc.record({ metric, interval }, { requiredKeys: [] }), anyValue),
+        sorting: or(fc.record({ order: or(fc.array(or(some(["timestamp", "value-", "sourceId", "value", "toString", "constructor-", "__proto__"]), text), { maxLength: 3 }), anyValue) }), anyValue),
+        pagination: or(fc.record({ offset: number, limit: number }, { requiredKeys: [] }), anyValue),
+        filters: or(fc.array(fc.record({ field: or(some(["sourceId", "tags", "keyValues.owner", "value"]), text), operator: or(some(["eq", "in", "gt", "contains"]), text), value: or(fc.oneof(text, number), anyValue) }, { requiredKeys: [] }), { maxLength: 2 }), anyValue),
+        gapStrategy: or(some(["none", "zero", "previous", "linear"]), text),
       },
       { requiredKeys: [] },
     ),
-    anyValue,
+    ...(hostile ? [anyValue] : []),
   );
   const events = fc.record(
     {
@@ -422,26 +468,26 @@ function domainHints(known: Known): Hints {
       timestamp: date,
       value: number,
       sourceId: text,
-      tags: fc.oneof(fc.array(text, { maxLength: 3 }), anyValue),
-      keyValues: fc.oneof(fc.dictionary(text, text, { maxKeys: 2 }), anyValue),
+      tags: or(fc.array(text, { maxLength: 3 }), anyValue),
+      keyValues: or(fc.dictionary(text, text, { maxKeys: 2 }), anyValue),
     },
     { requiredKeys: ["timestamp", "value"] },
   );
-  const expression = fc.oneof(some(["a * 2", "x", "1 / 0", "sqrt(-1)", "a ? 1 : 2", "import('fs')", "x".repeat(3000), "(".repeat(500)]), text);
+  const expression = or(some(["a * 2", "x", "1 / 0", "sqrt(-1)", "a ? 1 : 2", "import('fs')", "x".repeat(3000), "(".repeat(500)]), text);
   const scopeEntry = fc.oneof(
-    fc.record({ type: fc.constant("TIMESERIES"), timeseries: fc.record({ selectVariable: fc.oneof(fc.constant("{{?cons}}"), text) }) }),
+    fc.record({ type: fc.constant("TIMESERIES"), timeseries: fc.record({ selectVariable: or(fc.constant("{{?cons}}"), text) }) }),
     fc.record({ type: fc.constant("EXPRESSION"), expression: fc.oneof(fc.constant(a.calculation), expression) }),
-    fc.record({ type: fc.oneof(some(["VALUE", "ITEM", "CALCULATION"]), text), value: number }, { requiredKeys: [] }),
-    anyValue,
+    fc.record({ type: or(some(["VALUE", "ITEM", "CALCULATION"]), text), value: number }, { requiredKeys: [] }),
+    ...(hostile ? [anyValue] : []),
   );
   const calculation = fc.record(
     {
-      select: fc.oneof(fc.constant(`Agreement ?ag; entity:key "${a.key}"; link:meter Item:?cons.`), text),
+      select: or(fc.constant(`Agreement ?ag; entity:key "${a.key}"; link:meter Item:?cons.`), text),
       expression,
       eventDateRange,
       queryOptions,
-      scope: fc.oneof(fc.dictionary(fc.oneof(some(["a", "x"]), text), scopeEntry, { maxKeys: 2 }), anyValue),
-      steps: fc.oneof(fc.array(fc.record({ name: text, expression }), { maxLength: 3 }), anyValue),
+      scope: or(fc.dictionary(or(some(["a", "x"]), text) as fc.Arbitrary<string>, scopeEntry, { maxKeys: 2 }), anyValue),
+      steps: or(fc.array(fc.record({ name: text, expression }), { maxLength: 3 }), anyValue),
     },
     { requiredKeys: [] },
   );
@@ -453,22 +499,24 @@ function domainHints(known: Known): Hints {
     data: fc.record(
       {
         calculation,
-        inputDefinitions: fc.oneof(fc.array(fc.record({ name: text, type: fc.oneof(some(["ITEM", "VALUE"]), text) }), { maxLength: 2 }), anyValue),
-        queryParameters: fc.array(fc.record({ name: text, type: fc.oneof(some(["string", "number", "boolean"]), text) }), { maxLength: 2 }),
+        inputDefinitions: or(fc.array(fc.record({ name: text, type: or(some(["ITEM", "VALUE"]), text) }), { maxLength: 2 }), anyValue),
+        queryParameters: fc.array(fc.record({ name: text, type: or(some(["string", "number", "boolean"]), text) }), { maxLength: 2 }),
       },
       { requiredKeys: [] },
     ),
-    calculationType: fc.oneof(some(["EXPRESSION", "STATE-EXPRESSION", "CALCULATION"]), text),
-    query: fc.oneof(some(["Agreement ?a; link:meter Item:?i.", `Agreement ?a; entity:key "\${key}"; link:meter Item:?i.`, "Agreement ?a.", "Item ?i; entity:id ?i."]), text),
-    transform: fc.oneof(some(["$", "", "{ 'n': $count(a) }", "$eval('1+1')", "$sum(i.value)", "result(?a) { $ }", "$$.constructor", "$string($).length"]), text),
-    queryParameters: fc.oneof(fc.record({ key: fc.oneof(fc.constant(a.key), text) }, { requiredKeys: [] }), anyValue),
+    calculationType: or(some(["EXPRESSION", "STATE-EXPRESSION", "CALCULATION"]), text),
+    query: or(some(["Agreement ?a; link:meter Item:?i.", `Agreement ?a; entity:key "\${key}"; link:meter Item:?i.`, "Agreement ?a.", "Item ?i; entity:id ?i."]), text),
+    transform: or(some(["$", "", "{ 'n': $count(a) }", "$eval('1+1')", "$sum(i.value)", "result(?a) { $ }", "$$.constructor", "$string($).length"]), text),
+    queryParameters: or(fc.record({ key: or(fc.constant(a.key), text) }, { requiredKeys: [] }), anyValue),
     apiDefinitionExternalId: fc.oneof({ weight: 3, arbitrary: fc.constant(a.api) }, { weight: 1, arbitrary: text }),
-    externalId: fc.oneof({ weight: 2, arbitrary: some([a.api, a.calculation]) }, { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 20 }) }, { weight: 1, arbitrary: hostileString }),
-    itemId: fc.oneof({ weight: 3, arbitrary: fc.constant(a.item) }, { weight: 1, arbitrary: fc.uuid() }, { weight: 1, arbitrary: hostileString }),
-    itemIds: fc.array(fc.oneof(fc.constant(a.item), fc.uuid(), hostileString), { maxLength: 3 }),
-    id: fc.oneof({ weight: 2, arbitrary: some([a.agreement, a.item]) }, { weight: 1, arbitrary: fc.uuid() }, { weight: 1, arbitrary: hostileString }),
-    type: fc.oneof(some(["Agreement", "Item"]), text),
-    key: fc.oneof(fc.constant(a.key), text),
-    segment: fc.oneof(fc.constant("demo"), text),
+    externalId: or(fc.oneof({ weight: 2, arbitrary: some([a.api, a.calculation]) }, { weight: 1, arbitrary: fc.stringMatching(/^[a-z0-9-]{1,20}$/) }), hostileString),
+    itemId: or(fc.oneof({ weight: 3, arbitrary: fc.constant(a.item) }, { weight: 1, arbitrary: fc.uuid() }), hostileString),
+    itemIds: fc.array(or(fc.oneof(fc.constant(a.item), fc.uuid()), hostileString), { maxLength: 3 }),
+    id: or(fc.oneof({ weight: 2, arbitrary: some([a.agreement, a.item]) }, { weight: 1, arbitrary: fc.uuid() }), hostileString),
+    type: or(some(["Agreement", "Item"]), text),
+    key: or(fc.constant(a.key), text),
+    segment: or(fc.constant("demo"), text),
+    // Upserted entities and links: the first tenant's own types and keys, so links find their ends.
+    relation: or(fc.constant("meter"), text),
   };
 }
