@@ -1,22 +1,20 @@
 import { expect } from "chai";
 import { describeEachBackend } from "../support/backends.js";
-import { testServer, type TestServer } from "../support/server.js";
+import { suiteServer } from "../support/server.js";
 import { adminToken } from "../support/tokens.js";
 
 /** GET /calculation-definitions pages like the other lists: limit 1–1000 (100 by default), offset, total. */
 describeEachBackend("GET /calculation-definitions", (ctx) => {
-  let server: TestServer;
+  const server = suiteServer(ctx);
   let token: string;
   before(async () => {
-    server = await testServer(ctx.db);
     token = await adminToken();
   });
-  after(() => server.app.close());
 
-  const get = (url: string) => server.app.inject({ method: "GET", url, headers: { authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant } });
+  const get = (url: string) => server().app.inject({ method: "GET", url, headers: { authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant } });
 
   async function create(externalId: string): Promise<void> {
-    const res = await server.app.inject({
+    const res = await server().app.inject({
       method: "POST",
       url: "/calculation-definitions",
       headers: { authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant },

@@ -9,7 +9,7 @@ import { PERIODS } from "../../src/timeseries/periods.js";
 import { METRICS } from "../../src/timeseries/query.js";
 import { describeEachBackend, randomTenant } from "../support/backends.js";
 import { anyValue, arbitraryOf, hostileDates, hostileNumbers, hostileString, hostileStrings, type Hints, type JsonSchema } from "../support/schemaArbitrary.js";
-import { testServer, type TestServer } from "../support/server.js";
+import { suiteServer, type TestServer } from "../support/server.js";
 import { hsToken, TEST_JWT_SECRET, unsignedToken } from "../support/tokens.js";
 
 /**
@@ -68,13 +68,13 @@ const RANGE = { period: "Custom range", from: "2024-01-01T00:00:00Z", to: "2024-
 const addFormats = ajvFormats.default;
 
 describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
+  const started = suiteServer(ctx);
   let server: TestServer;
   let operator: string;
   before(async () => {
-    server = await testServer(ctx.db);
+    server = started();
     operator = await hsToken({ roles: ["admin"], tenants: "*" });
   });
-  after(() => server.app.close());
 
   async function call(token: string, tenant: string, method: string, url: string, payload?: unknown): Promise<Json> {
     const res = await server.app.inject({

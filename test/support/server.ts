@@ -39,3 +39,16 @@ export async function testServer(db: Database, env: Record<string, string> = {},
   await app.ready();
   return { app, config, logs, logger, metrics };
 }
+
+/** One test server for a whole suite on the suite's database, closed after it; call the result inside the tests. */
+export function suiteServer(ctx: { db: Database }, env: Record<string, string> = {}): () => TestServer {
+  let server: TestServer | undefined;
+  before(async () => {
+    server = await testServer(ctx.db, env);
+  });
+  after(() => server?.app.close());
+  return () => {
+    if (server === undefined) throw new Error("the suite's server is not started yet");
+    return server;
+  };
+}
