@@ -90,6 +90,11 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/** True for a unique violation (23505): a row with the same key exists or was written concurrently. */
+export function isUniqueViolation(err: unknown): boolean {
+  return errorCode(err) === "23505";
+}
+
 /** True for a deadlock (40P01) or a serialization failure (40001): running the whole transaction again is safe. */
 export function isWriteConflict(err: unknown): boolean {
   const code = errorCode(err);

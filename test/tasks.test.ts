@@ -59,6 +59,26 @@ describeEachBackend("engine-neutral tasks", (ctx) => {
       expect(err.message).to.equal(message);
     }
     expect((await failure(calculateSeries(services(), {}, { tenant: ctx.tenant }))).message).to.match(/give exactly one/);
+  });
+
+  it("holds process variables to the REST input limits: NUL, lone surrogates and prototype keys are request problems, not failures", async () => {
+    const bad = [
+      [{ apiDefinitionExternalId: "a\u0000b" }, "apiDefinitionExternalId", /NUL character/],
+      [{ apiDefinitionExternalId: "x", queryParameters: { p: "\ud800" } }, "queryParameters.p", /lone surrogate \(U\+D800\)/],
+      [{ apiDefinitionExternalId: "x", queryParameters: '{"__proto__":{"polluted":1}}' }, "queryParameters.__proto__", /refused: it names an object's prototype/],
+      [{ apiDefinitionExternalId: "x", tenantId: "t\u0000" }, "tenantId", /NUL character/],
+    ] as const;
+    for (const [variables, path, message] of bad) {
+      const err = await failure(apiRequest(services(), variables, { tenant: ctx.tenant }));
+      expect(err.code).to.equal("INVALID_REQUEST");
+      expect(err.isClientProblem).to.equal(true);
+      expect(err.errors?.[0]?.path).to.equal(path);
+      expect(err.message).to.match(message);
+    }
+    expect(({} as Record<string, unknown>).polluted).to.equal(undefined);
+    const item = await failure(calculateSeries(services(), { itemId: `urn:uuid:${"0".repeat(8)}-0000-4000-8000-${"0".repeat(12)}` }, { tenant: ctx.tenant }));
+    expect(item.code).to.equal("INVALID_REQUEST");
+    expect(item.errors?.[0]?.path).to.equal("itemId");
     expect((await failure(calculateSeries(services(), { calculationDefinitionExternalId: "none" }, { tenant: ctx.tenant }))).code).to.equal("CALCULATION_DEFINITION_NOT_FOUND");
   });
 });

@@ -1,4 +1,5 @@
 import type { ProblemDetail } from "../errors.js";
+import { isUuid } from "../input.js";
 import { QuerySyntaxError } from "../graph/query/errors.js";
 import { compileQuery, type CompiledQuery } from "../graph/query/compiler.js";
 import { parseQuery } from "../graph/query/parser.js";
@@ -106,10 +107,13 @@ export async function checkCalculation(
     problem("calculationType", `calculationType must be one of ${CALCULATION_TYPES.join(", ")}`);
   }
   const block = input.data?.calculation;
-  if (block === undefined || block === null || typeof block !== "object") {
-    problem("data.calculation", "data.calculation is required");
+  if (block === undefined || block === null || typeof block !== "object" || Array.isArray(block)) {
+    problem("data.calculation", "data.calculation is required, an object");
     return { problems };
   }
+  // The shapes everything below reads; a wrong one is named here and nothing else is checked.
+  const shapes = shapeProblems(input.data, block);
+  if (shapes.length > 0) return { problems: shapes };
   const scopeIn = block.scope ?? {};
   const scope: Record<string, ScopeEntry & { type: ScopeType }> = {};
   let select: CompiledQuery | undefined;
@@ -123,7 +127,7 @@ export async function checkCalculation(
   }
   const inputs = new Map((input.data.inputDefinitions ?? []).map((d) => [d.name, d]));
   for (const [name, definition] of inputs) {
-    if (!(name in scopeIn)) problem("data.inputDefinitions", `input "${name}" is not a scope name`);
+    if (!Object.hasOwn(scopeIn, name)) problem("data.inputDefinitions", `input "${name}" is not a scope name`);
     if (definition.type !== undefined && definition.type !== "ITEM" && definition.type !== "VALUE") problem("data.inputDefinitions", `input "${name}": type must be ITEM or VALUE`);
   }
 
@@ -190,6 +194,46 @@ export async function checkCalculation(
 
   if (problems.length > 0 || checked === undefined) return { problems };
   return { compiled: { definition: input, block, scope, select, steps: checked.steps, output: checked.output }, problems };
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
+
+/** The types of the members the checks read: lists are arrays, blocks are objects, names and ids are text. */
+function shapeProblems(data: CalculationData, block: CalculationBlock): ProblemDetail[] {
+  const problems: ProblemDetail[] = [];
+  const inputs: unknown = data.inputDefinitions;
+  if (inputs !== undefined) {
+    if (!Array.isArray(inputs)) problems.push({ path: "data.inputDefinitions", message: "inputDefinitions must be an array of { name, type? }" });
+    else
+      inputs.forEach((d: unknown, i) => {
+        if (!isObject(d) || typeof d.name !== "string") problems.push({ path: `data.inputDefinitions[${i}]`, message: "an input definition is { name, type? }, its name text" });
+      });
+  }
+  if (block.select !== undefined && typeof block.select !== "string") problems.push({ path: "data.calculation.select", message: "select must be the text of a graph query" });
+  const scope: unknown = block.scope;
+  if (scope === undefined) return problems;
+  if (!isObject(scope)) {
+    problems.push({ path: "data.calculation.scope", message: "scope must be an object of named inputs" });
+    return problems;
+  }
+  for (const [name, entry] of Object.entries(scope)) {
+    const path = `data.calculation.scope.${name}`;
+    if (!isObject(entry)) {
+      problems.push({ path, message: "a scope entry must be an object" });
+      continue;
+    }
+    for (const member of ["timeseries", "reduce"] as const) {
+      if (entry[member] !== undefined && !isObject(entry[member])) problems.push({ path: `${path}.${member}`, message: `${member} must be an object` });
+    }
+    const items: unknown = isObject(entry.timeseries) ? entry.timeseries.items : undefined;
+    if (items === undefined) continue;
+    if (!Array.isArray(items)) problems.push({ path: `${path}.timeseries.items`, message: "items must be an array of { id }" });
+    else
+      items.forEach((item: unknown, i) => {
+        if (!isObject(item) || !isUuid(item.id)) problems.push({ path: `${path}.timeseries.items[${i}].id`, message: "must be the uuid of an Item" });
+      });
+  }
+  return problems;
 }
 
 /**

@@ -121,7 +121,7 @@ function checkAndCompile(text: string, root: MathNode, known: ReadonlySet<string
       evaluateIn,
       evaluate(values) {
         const scope = new Map<string, number>();
-        for (const name of variableList) scope.set(name, values[name] ?? Number.NaN);
+        for (const name of variableList) scope.set(name, (Object.hasOwn(values, name) ? values[name] : undefined) ?? Number.NaN);
         return evaluateIn(scope);
       },
     },

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import type { GraphSession } from "../db/database.js";
-import { ProblemError } from "../errors.js";
+import { ProblemError, isUniqueViolation } from "../errors.js";
+import { isUuid } from "../input.js";
 import { executeQuery, type QueryLimits } from "../graph/query/execute.js";
 import { bucketStarts } from "../timeseries/bucket-range.js";
 import { checkInterval, nextBucketStart } from "../timeseries/buckets.js";
@@ -120,7 +121,7 @@ export class Calculations {
         .returning(COLUMNS)) as Row[];
       return toDefinition(row!);
     } catch (err) {
-      if ((err as { code?: string }).code === "23505") {
+      if (isUniqueViolation(err)) {
         throw new ProblemError("INVALID_DEFINITION", `a calculation definition with externalId "${input.externalId}" already exists in this tenant`, { status: 409, cause: err });
       }
       throw err;
@@ -198,7 +199,8 @@ export class Calculations {
     const constants = new Map<string, number | null>();
     for (const [name, entry] of Object.entries(c.scope)) {
       run.deadline.check();
-      const input = request.inputs?.[name];
+      const given = request.inputs ?? {};
+      const input = Object.hasOwn(given, name) ? given[name] : undefined;
       if (entry.type === "VALUE") {
         constants.set(name, typeof input?.value === "number" ? input.value : (entry.value ?? null));
         continue;
@@ -297,7 +299,12 @@ function scalarInputs(request: CalculateRequest): Record<string, unknown> {
 }
 
 function itemsOf(name: string, entry: ScopeEntry, input: CalculationInput | undefined, selected: Record<string, unknown[]>): string[] {
-  if (input?.items !== undefined) return input.items.map((i) => i.id.toLowerCase());
+  if (input?.items !== undefined) {
+    return input.items.map((item, i) => {
+      if (!isUuid(item?.id)) throw new ProblemError("INVALID_REQUEST", `inputs.${name}.items[${i}].id must be the uuid of an Item`, { errors: [{ path: `inputs.${name}.items[${i}].id`, message: "must be the uuid of an Item" }] });
+      return item.id.toLowerCase();
+    });
+  }
   const ts = entry.timeseries ?? {};
   if (ts.items !== undefined) return ts.items.map((i) => i.id.toLowerCase());
   const label = /\?([A-Za-z_][A-Za-z0-9_]*)/.exec(ts.selectVariable ?? "")?.[1];

@@ -192,7 +192,8 @@ function notFound(externalId: string): ProblemError {
  */
 export function resolveParameters(declared: Set<string>, given: Record<string, unknown>, caller: Caller): QueryParameters {
   const problems: ProblemDetail[] = [];
-  const values: Record<string, unknown> = {};
+  // No prototype: a parameter named like a member of Object.prototype is a plain entry.
+  const values = Object.create(null) as Record<string, unknown>;
   for (const [name, value] of Object.entries(given)) {
     if (isHeaderParameter(name)) {
       problems.push({ path: `queryParameters.${name}`, message: `comes from the ${name === "tenantId" ? "X-TENANT-ID header" : "token"} and cannot be given` });

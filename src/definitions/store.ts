@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
-import { ProblemError } from "../errors.js";
+import { ProblemError, isUniqueViolation } from "../errors.js";
 import { isEmptyTransform, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
 
 interface Row {
@@ -17,7 +17,6 @@ interface Row {
 }
 
 const COLUMNS = ["id", "external_id", "name", "version", "active", "data", "query", "transform", "created_at", "updated_at"];
-const UNIQUE_VIOLATION = "23505";
 /**
  * Millisecond timestamps that grow with every change, even two in one millisecond: compiled
  * definitions are cached by (tenant, externalId, updatedAt), so an update must never keep the key.
@@ -73,7 +72,7 @@ export async function insertDefinition(knex: Knex, tenant: string, input: ApiDef
       .returning(COLUMNS)) as Row[];
     return toDefinition(row!);
   } catch (err) {
-    if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw duplicate(input.externalId, err);
+    if (isUniqueViolation(err)) throw duplicate(input.externalId, err);
     throw err;
   }
 }
@@ -109,7 +108,7 @@ export async function replaceDefinition(knex: Knex, tenant: string, externalId: 
       .returning(COLUMNS)) as Row[];
     return row === undefined ? undefined : toDefinition(row);
   } catch (err) {
-    if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw duplicate(input.externalId, err);
+    if (isUniqueViolation(err)) throw duplicate(input.externalId, err);
     throw err;
   }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import { compareKeys, writeTransaction } from "../db/write-retry.js";
-import { ProblemError, type ProblemDetail } from "../errors.js";
+import { ProblemError, type ProblemDetail, isUniqueViolation } from "../errors.js";
 import { attributeProblem, entityJson, type EntityJson, type EntityRow } from "./entity.js";
 
 export interface EntityInput {
@@ -16,7 +16,6 @@ export const ITEM_ACTIONS = ["INGEST", "STREAM", "CALCULATE"];
 
 /** Rows per INSERT: five bound values each keeps a statement far below PostgreSQL's 65,535 parameters. */
 const UPSERT_CHUNK = 1000;
-const UNIQUE_VIOLATION = "23505";
 
 /**
  * Inserts or updates entities by `(tenant, type, key)`, all in one transaction: either every
@@ -62,7 +61,7 @@ export async function upsertEntities(knex: Knex, tenant: string, inputs: EntityI
           .merge({ attributes: trx.raw("excluded.attributes"), updated_at: trx.fn.now() })
           .returning(["id", "type", "key", "attributes"]);
       } catch (err) {
-        if ((err as { code?: string }).code === UNIQUE_VIOLATION) {
+        if (isUniqueViolation(err)) {
           throw new ProblemError("INVALID_REQUEST", "an entity id given in the request already belongs to another entity", { cause: err });
         }
         throw err;

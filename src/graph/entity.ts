@@ -17,7 +17,10 @@ export const RESERVED_ATTRIBUTES = new Set(["id", "type", "key"]);
 
 export function entityJson(row: EntityRow): EntityJson {
   const json: EntityJson = { id: row.id, type: row.type, key: row.key };
-  for (const [name, value] of Object.entries(row.attributes)) if (!RESERVED_ATTRIBUTES.has(name)) json[name] = value;
+  // Defined, not assigned: an attribute named like a prototype member stays plain data.
+  for (const [name, value] of Object.entries(row.attributes)) {
+    if (!RESERVED_ATTRIBUTES.has(name)) Object.defineProperty(json, name, { value, enumerable: true, writable: true, configurable: true });
+  }
   return json;
 }
 

@@ -1,14 +1,21 @@
 import { Type } from "typebox";
+import { EXTERNAL_ID_MAX_LENGTH, EXTERNAL_ID_PATTERN, MAX_OFFSET, UUID_PATTERN } from "../input.js";
 
-/** Schemas more than one route file uses; each is defined once here. */
+/** Schemas more than one route file uses, each defined once: the input limits (README "Input limits") and the answers. */
 
-/** The externalId of an API or calculation definition, in a body and in a path. */
-export const ExternalId = Type.String({ minLength: 1, maxLength: 200, pattern: "^[A-Za-z0-9._:~-]+$" });
+/** A plain uuid: no `urn:uuid:` prefix (which the `uuid` format alone lets through), no braces. */
+export const Uuid = Type.String({ format: "uuid", pattern: UUID_PATTERN });
+
+/** An API or calculation definition's externalId, the same in a body and as a path parameter. */
+export const ExternalId = Type.String({ minLength: 1, maxLength: EXTERNAL_ID_MAX_LENGTH, pattern: EXTERNAL_ID_PATTERN });
+
+/** The `offset` of a paged list. */
+export const Offset = Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 });
 
 /** `?limit=&offset=` of every list: 1–1000 rows, 100 by default, from row `offset`. */
 export const PageQuery = {
   limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  offset: Offset,
 };
 
 /** The page fields every list answers beside its rows. */

@@ -24,6 +24,7 @@ import { calculationRoutes } from "./routes/calculations.js";
 import { eventRoutes } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
+import { clientErrorHandler, frameworkProblem, MAX_PARAM_LENGTH, refuseFaultyText, refuseForeignCharset } from "./input.js";
 import { Problem } from "./schemas.js";
 import { schemaCompiler } from "./validation.js";
 
@@ -70,6 +71,15 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
     genReqId: () => randomUUID(),
     // While closing, keep-alive requests are answered by our own hook with a problem body.
     return503OnClosing: false,
+    // Input limits (README): path parameters are bounded by the routes' schemas, which name them.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Prototype keys are refused by refuseFaultyText, naming the key, not by the parser as "not JSON".
+    onProtoPoisoning: "ignore",
+    onConstructorPoisoning: "ignore",
+    clientErrorHandler,
+    frameworkErrors: (err, request, reply) => {
+      void sendProblem(frameworkProblem(err), request, reply, logger);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(schemaCompiler());
   // Only JSON bodies are accepted unless a route adds its own parser (NDJSON, CSV): text is a 415.
@@ -100,6 +110,10 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
       throw new ProblemError("FORBIDDEN", "this endpoint needs a token whose roles claim contains admin");
     }
   });
+
+  // After the access checks, before anything reads the body as text or data (README "Input limits").
+  app.addHook("preParsing", refuseForeignCharset);
+  app.addHook("preValidation", refuseFaultyText);
 
   app.addHook("onResponse", async (request, reply) => {
     deps.metrics.request(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
@@ -210,7 +224,8 @@ function readTenant(header: string | string[] | undefined): string {
   }
   const tenant = value.trim();
   if (!TENANT_PATTERN.test(tenant)) {
-    throw new ProblemError("INVALID_REQUEST", "X-TENANT-ID must be 1 to 128 visible ASCII characters");
+    const message = "X-TENANT-ID must be 1 to 128 visible ASCII characters";
+    throw new ProblemError("INVALID_REQUEST", message, { errors: [{ path: "headers.x-tenant-id", message }] });
   }
   return tenant;
 }

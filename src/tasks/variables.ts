@@ -1,4 +1,5 @@
 import { ProblemError } from "../errors.js";
+import { inputFaults, textFault } from "../input.js";
 
 /**
  * Process variables arrive typed (a JSON object) or as text holding JSON (a String variable set by
@@ -15,6 +16,9 @@ export function objectVariable(value: unknown, name: string): Record<string, unk
     }
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw invalidVariable(name, "must be a JSON object");
+  // The same text rules as a REST body (README "Input limits"): a process variable is input too.
+  const fault = inputFaults(parsed, name)[0];
+  if (fault !== undefined) throw new ProblemError("INVALID_REQUEST", `process variable ${fault.path} ${fault.message}`, { errors: [fault] });
   return parsed as Record<string, unknown>;
 }
 
@@ -24,6 +28,8 @@ export function textVariable(value: unknown, name: string, required = false): st
     return undefined;
   }
   if (typeof value !== "string") throw invalidVariable(name, "must be text");
+  const fault = textFault(value);
+  if (fault !== undefined) throw invalidVariable(name, fault);
   return value;
 }
 

@@ -1,4 +1,5 @@
 import { DateTime } from "luxon";
+import { INSTANT_RANGE_TEXT, inputFaults, instantInRange, isUuid } from "../input.js";
 import { UnreadableRow } from "./upload.js";
 
 /** An event as ingested (contract §4), its item known. */
@@ -19,8 +20,6 @@ export interface EventRecord {
 
 export type ParsedEvent = { ok: true; event: EventRecord } | { ok: false; message: string; field: string };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 const COMMON_ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/;
 
 /**
@@ -38,7 +37,11 @@ export function instant(value: unknown): Date | undefined {
   }
   const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? "0"].map(Number) as [number, number, number, number, number, number];
   if (hour > 23 || minute > 59 || second > 59) return undefined;
-  let t = Date.UTC(year, month - 1, day, hour, minute, second, Number(((m[7] ?? "") + "000").slice(0, 3)));
+  // Not Date.UTC, which reads the years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, Number(((m[7] ?? "") + "000").slice(0, 3)));
+  let t = date.getTime();
   const check = new Date(t);
   if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) return undefined;
   const zone = m[8];
@@ -57,6 +60,10 @@ function textMap(value: unknown): Record<string, string> | undefined {
   return entries.every(([, v]) => typeof v === "string") ? (Object.fromEntries(entries) as Record<string, string>) : undefined;
 }
 
+function outOfRange(field: string, value: unknown): ParsedEvent {
+  return { ok: false, field, message: `${field} ${JSON.stringify(value)} is outside the accepted dates, ${INSTANT_RANGE_TEXT}` };
+}
+
 /**
  * Checks one event of an upload and returns it typed, or says what is wrong with which field.
  * `itemId` comes from the URL (one item) or from the event itself (many items). A numeric string
@@ -65,11 +72,15 @@ function textMap(value: unknown): Record<string, string> | undefined {
 export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, numericStrings = false): ParsedEvent {
   if (raw instanceof UnreadableRow) return { ok: false, field: "", message: raw.message };
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return { ok: false, field: "", message: "an event must be an object" };
+  // A streamed row is checked here as a JSON body is at the edge: its text and its keys.
+  const fault = inputFaults(raw, "")[0];
+  if (fault !== undefined) return { ok: false, field: fault.path ?? "", message: fault.message };
   const e = raw as Record<string, unknown>;
   const itemId = itemIdFromPath ?? e.itemId;
-  if (typeof itemId !== "string" || !UUID.test(itemId)) return { ok: false, field: "itemId", message: "itemId must be the uuid of an Item" };
+  if (!isUuid(itemId)) return { ok: false, field: "itemId", message: "itemId must be the uuid of an Item" };
   const timestamp = instant(e.timestamp);
   if (timestamp === undefined) return { ok: false, field: "timestamp", message: `timestamp ${JSON.stringify(e.timestamp)} is not an ISO-8601 date-time` };
+  if (!instantInRange(timestamp.getTime())) return outOfRange("timestamp", e.timestamp);
   let value = e.value;
   if (numericStrings && typeof value === "string" && value.trim() !== "") value = Number(value);
   if (typeof value !== "number" || !Number.isFinite(value)) return { ok: false, field: "value", message: `value ${JSON.stringify(e.value)} is not a finite number` };
@@ -100,6 +111,7 @@ export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, num
     if (e[name] === undefined || e[name] === null) continue;
     const at = instant(e[name]);
     if (at === undefined) return { ok: false, field: name, message: `${name} ${JSON.stringify(e[name])} is not an ISO-8601 date-time` };
+    if (!instantInRange(at.getTime())) return outOfRange(name, e[name]);
     metas[name] = at;
   }
   return {

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { DateTime } from "luxon";
 import { ProblemError } from "../errors.js";
+import { INSTANT_RANGE_TEXT, instantInRange, isUuid } from "../input.js";
 
 /** Spec §2.4 `filter` (from version 1.0.24). */
 export interface EventFilter {
@@ -21,8 +22,13 @@ export interface KeyFilter {
   values: string[];
 }
 
-const META_COLUMNS = { entry: "meta_entry", exit: "meta_exit", from: "meta_from", to: "meta_to" } as const;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A Map, so that no name from a request can reach an object's prototype (`constructor`, `toString`). */
+const META_COLUMNS = new Map<unknown, string>([
+  ["entry", "meta_entry"],
+  ["exit", "meta_exit"],
+  ["from", "meta_from"],
+  ["to", "meta_to"],
+]);
 
 function invalid(message: string, path: string): ProblemError {
   return new ProblemError("INVALID_REQUEST", message, { errors: [{ path: `queryOptions.filter.${path}`, message }] });
@@ -129,7 +135,7 @@ export function filterPredicates(filter: unknown): Predicate[] {
   if (f.metaDates !== undefined) {
     list(f.metaDates, "metaDates").forEach((entry, i) => {
       const path = `metaDates[${i}]`;
-      const column = META_COLUMNS[entry.type as keyof typeof META_COLUMNS];
+      const column = META_COLUMNS.get(entry.type);
       if (column === undefined) throw invalid("type must be entry, exit, from or to", `${path}.type`);
       const parts: string[] = [];
       const bindings: Knex.RawBinding[] = [];
@@ -140,6 +146,7 @@ export function filterPredicates(filter: unknown): Predicate[] {
         if (entry[bound] === undefined) continue;
         const at = typeof entry[bound] === "string" ? DateTime.fromISO(entry[bound], { zone: "utc", setZone: true }) : undefined;
         if (at === undefined || !at.isValid) throw invalid(`${bound} must be an ISO-8601 date-time`, `${path}.${bound}`);
+        if (!instantInRange(at.toMillis())) throw invalid(`${bound} is outside the accepted dates, ${INSTANT_RANGE_TEXT}`, `${path}.${bound}`);
         parts.push(`${column} ${op} ?`);
         bindings.push(at.toJSDate());
       }
@@ -163,7 +170,7 @@ export function filterPredicates(filter: unknown): Predicate[] {
   if (f.itemIds !== undefined) {
     const ids = texts(f.itemIds, "itemIds");
     ids.forEach((id, i) => {
-      if (!UUID.test(id)) throw invalid("must be an item uuid", `itemIds[${i}]`);
+      if (!isUuid(id)) throw invalid("must be an item uuid", `itemIds[${i}]`);
     });
     predicates.push({ sql: "item_id = any(?::uuid[])", bindings: [ids.map((id) => id.toLowerCase())] });
   }

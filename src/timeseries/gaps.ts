@@ -21,6 +21,8 @@ function invalid(message: string, path: string): ProblemError {
 
 /** Checks a gap strategy's shape and values once, at the edge. */
 export function checkGapStrategy(strategy: GapStrategy): GapStrategy {
+  if (strategy === null || typeof strategy !== "object" || Array.isArray(strategy)) throw invalid("gapStrategy must be an object { type, config? }", "");
+  if (strategy.config !== undefined && (strategy.config === null || typeof strategy.config !== "object")) throw invalid("config must be an object", ".config");
   switch (strategy.type) {
     case "push":
     case "pull":

@@ -1,5 +1,6 @@
 import { DateTime, IANAZone } from "luxon";
 import { ProblemError } from "../errors.js";
+import { INSTANT_RANGE_TEXT, instantInRange } from "../input.js";
 
 export const PERIODS = [
   "This hour",
@@ -45,7 +46,8 @@ function invalid(message: string, path: string): ProblemError {
 }
 
 /** Checks an IANA zone name, refusing it with a 400 that names where it came from. */
-export function checkZone(zone: string, path = "eventDateRange.timeZone"): string {
+export function checkZone(zone: unknown, path = "eventDateRange.timeZone"): string {
+  if (typeof zone !== "string") throw invalid("the time zone must be text, an IANA name such as Europe/Brussels", path);
   if (!IANAZone.isValidZone(zone)) throw invalid(`unknown time zone "${zone}"; use an IANA name such as Europe/Brussels`, path);
   return zone;
 }
@@ -55,13 +57,15 @@ export function checkZone(zone: string, path = "eventDateRange.timeZone"): strin
  * the range's zone, weeks start on Monday, "This …" runs to the end of the period, "N days till
  * now" and "Year till now" end at `now`. `now` is passed in, taken once per request.
  */
-export function resolveEventDateRange(range: EventDateRange | undefined, now: Date, defaultZone: string): ResolvedRange {
+export function resolveEventDateRange(given: EventDateRange | null | undefined, now: Date, defaultZone: string): ResolvedRange {
+  if (given !== undefined && given !== null && (typeof given !== "object" || Array.isArray(given))) throw invalid("eventDateRange must be an object", "eventDateRange");
+  const range = given ?? undefined;
   const zone = checkZone(range?.timeZone ?? defaultZone);
   if (range?.type !== undefined && range.type !== "timestamp") {
     throw invalid(`eventDateRange.type "${range.type}" is not supported; the only date field is "timestamp"`, "eventDateRange.type");
   }
   const period = range?.period ?? "This week";
-  if (!(PERIODS as readonly string[]).includes(period)) {
+  if (typeof period !== "string" || !(PERIODS as readonly string[]).includes(period)) {
     throw invalid(`unknown period "${period}"; one of: ${PERIODS.join(", ")}`, "eventDateRange.period");
   }
   const local = DateTime.fromJSDate(now, { zone });
@@ -108,11 +112,13 @@ export function resolveEventDateRange(range: EventDateRange | undefined, now: Da
 }
 
 /** An ISO-8601 instant (UTC unless it carries an offset), `{{now}}` or `{{today}}` (local midnight). */
-function instant(text: string, now: DateTime, path: string): DateTime {
+function instant(text: unknown, now: DateTime, path: string): DateTime {
+  if (typeof text !== "string") throw invalid(`must be text: an ISO-8601 date-time, {{now}} or {{today}}; got ${JSON.stringify(text)}`, path);
   const token = text.trim();
   if (token === "{{now}}") return now;
   if (token === "{{today}}") return now.startOf("day");
   const parsed = DateTime.fromISO(token, { zone: "utc", setZone: true });
   if (!parsed.isValid) throw invalid(`"${text}" is not an ISO-8601 date-time, {{now}} or {{today}}`, path);
+  if (!instantInRange(parsed.toMillis(), path.endsWith(".to"))) throw invalid(`"${text}" is outside the accepted dates, ${INSTANT_RANGE_TEXT}`, path);
   return parsed.setZone(now.zone);
 }

@@ -1,7 +1,8 @@
 import type { Knex } from "knex";
 import { ProblemError } from "../errors.js";
+import { MAX_OFFSET } from "../input.js";
 import { bucketStarts } from "./bucket-range.js";
-import { bucketStart, checkInterval, fixedLengthMs, type Interval } from "./buckets.js";
+import { bucketStart, calendarUnit, checkInterval, fixedLengthMs, type Interval } from "./buckets.js";
 import { checkGapStrategy, fillGaps, type Bucket, type GapStrategy } from "./gaps.js";
 import { filterPredicates } from "./filters.js";
 import type { ResolvedRange } from "./periods.js";
@@ -44,14 +45,43 @@ function invalid(message: string, path: string): ProblemError {
   return new ProblemError("INVALID_REQUEST", message, { errors: [{ path, message }] });
 }
 
-const SORT_COLUMNS: Record<string, string> = { timestamp: "ts", value: "value", sourceId: "source_id" };
+/** A Map, so that no name from a request reaches an object's prototype (`toString`, `constructor`) or SQL. */
+const SORT_COLUMNS = new Map<string, string>([
+  ["timestamp", "ts"],
+  ["value", "value"],
+  ["sourceId", "source_id"],
+]);
+
+/** An object member of the options, or nothing; anything else is a 400 naming it. */
+function member(value: unknown, path: string): Record<string, unknown> | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw invalid(`${path.replace(/^queryOptions\./, "")} must be an object`, path);
+  return value as Record<string, unknown>;
+}
+
+/** `pagination.limit` and `offset`, checked: a limit from 1 to MAX_LIMIT, an offset from 0 to MAX_OFFSET. */
+function pageOf(options: QueryOptions): { limit: number; offset: number } {
+  const pagination = member(options.pagination, "queryOptions.pagination") ?? {};
+  const limit = pagination.limit ?? DEFAULT_LIMIT;
+  const offset = pagination.offset ?? 0;
+  if (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+    throw invalid(`pagination.limit must be a whole number from 1 to ${MAX_LIMIT}`, "queryOptions.pagination.limit");
+  }
+  if (typeof offset !== "number" || !Number.isInteger(offset) || offset < 0 || offset > MAX_OFFSET) {
+    throw invalid(`pagination.offset must be a whole number from 0 to ${MAX_OFFSET}`, "queryOptions.pagination.offset");
+  }
+  return { limit, offset };
+}
 
 /** `sorting.order` as SQL order terms; a trailing `-` means descending. Timestamp ascending by default. */
-function orderTerms(order: string[] | undefined): { column: string; order: "asc" | "desc" }[] {
-  const terms = (order ?? ["timestamp"]).map((key, i) => {
+function orderTerms(sorting: unknown): { column: string; order: "asc" | "desc" }[] {
+  const order = member(sorting, "queryOptions.sorting")?.order ?? ["timestamp"];
+  if (!Array.isArray(order)) throw invalid('sorting.order must be an array of sort keys, e.g. ["timestamp-"]', "queryOptions.sorting.order");
+  const terms = order.map((key: unknown, i) => {
+    if (typeof key !== "string") throw invalid("a sort key is text: timestamp, value or sourceId, a trailing - for descending", `queryOptions.sorting.order[${i}]`);
     const descending = key.endsWith("-");
     const name = descending ? key.slice(0, -1) : key.replace(/\+$/, "");
-    const column = SORT_COLUMNS[name];
+    const column = SORT_COLUMNS.get(name);
     if (column === undefined) throw invalid(`cannot sort by "${name}"; sort keys: timestamp, value, sourceId (a trailing - for descending)`, `queryOptions.sorting.order[${i}]`);
     return { column, order: descending ? ("desc" as const) : ("asc" as const) };
   });
@@ -104,11 +134,8 @@ function eventsInRange(knex: Knex, tenant: string, itemIds: string[], range: Res
  * statement for all the items.
  */
 export async function queryEvents(knex: Knex, tenant: string, itemIds: string[], range: ResolvedRange, options: QueryOptions = {}): Promise<Map<string, EventJson[]>> {
-  const limit = options.pagination?.limit ?? DEFAULT_LIMIT;
-  const offset = options.pagination?.offset ?? 0;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw invalid(`pagination.limit must be a whole number from 1 to ${MAX_LIMIT}`, "queryOptions.pagination.limit");
-  if (!Number.isInteger(offset) || offset < 0) throw invalid("pagination.offset must be a whole number from 0", "queryOptions.pagination.offset");
-  const terms = orderTerms(options.sorting?.order);
+  const { limit, offset } = pageOf(options);
+  const terms = orderTerms(options.sorting);
   const orderSql = terms.map((t) => `${t.column} ${t.order}`).join(", ");
   const ranked = eventsInRange(knex, tenant, itemIds, range, options).select(
     "item_id", "ts", "value", "source_id", "tags", "key_values", "tenant_codes", "entity_references", "meta_entry", "meta_exit", "meta_from", "meta_to",
@@ -127,15 +154,12 @@ export async function queryEvents(knex: Knex, tenant: string, itemIds: string[],
 
 /** Checks every query option's shape and values without running anything (a stored definition's timelines). */
 export function checkQueryOptions(options: QueryOptions): void {
-  const limit = options.pagination?.limit;
-  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)) {
-    throw invalid(`pagination.limit must be a whole number from 1 to ${MAX_LIMIT}`, "queryOptions.pagination.limit");
-  }
-  const offset = options.pagination?.offset;
-  if (offset !== undefined && (!Number.isInteger(offset) || offset < 0)) throw invalid("pagination.offset must be a whole number from 0", "queryOptions.pagination.offset");
-  orderTerms(options.sorting?.order);
+  if (options === null || typeof options !== "object" || Array.isArray(options)) throw invalid("queryOptions must be an object", "queryOptions");
+  pageOf(options);
+  orderTerms(options.sorting);
   filterPredicates(options.filter);
-  const aggregation = options.aggregation;
+  if (options.indexSet !== undefined && typeof options.indexSet !== "string") throw invalid("indexSet must be the id of an IndexSet", "queryOptions.indexSet");
+  const aggregation = member(options.aggregation, "queryOptions.aggregation") as QueryOptions["aggregation"];
   if (aggregation !== undefined) {
     if (aggregation.metric !== undefined && !(METRICS as readonly string[]).includes(aggregation.metric)) {
       throw invalid(`unknown aggregation.metric "${aggregation.metric}"; one of: ${METRICS.join(", ")}`, "queryOptions.aggregation.metric");
@@ -146,6 +170,17 @@ export function checkQueryOptions(options: QueryOptions): void {
   }
 }
 
+/**
+ * A bucket's sum (avg and sum add in double precision) passing ±1.8e308 is PostgreSQL's 22003: the
+ * events' values are the cause, not the service, so it is a 422 naming the metric (the database's
+ * error stays in the log).
+ */
+function overflow(err: unknown, metric: Metric): unknown {
+  if ((err as { code?: unknown } | null)?.code !== "22003") return err;
+  const message = `the values of a bucket add up beyond the range of a double (±1.8e308) for the metric ${metric}; use min, max, count, open or close, or filter the events`;
+  return new ProblemError("INVALID_REQUEST", message, { status: 422, errors: [{ path: "queryOptions.aggregation.metric", message }], cause: err });
+}
+
 /** SQL for the start of the bucket holding `ts`, in the range's zone. */
 function bucketSql(knex: Knex, interval: Interval, range: ResolvedRange): Knex.Raw {
   const fixed = fixedLengthMs(interval);
@@ -154,7 +189,7 @@ function bucketSql(knex: Knex, interval: Interval, range: ResolvedRange): Knex.R
     const origin = new Date(bucketStart(range.from.toMillis(), interval, range.zone));
     return knex.raw("date_bin(?::interval, ts, ?::timestamptz)", [`${fixed / 60_000} minutes`, origin]);
   }
-  const unit = { Daily: "day", Weekly: "week", Monthly: "month", Quarterly: "quarter", Yearly: "year" }[interval as "Daily"];
+  const unit = calendarUnit(interval)!;
   return knex.raw("date_trunc(?, ts, ?)", [unit, range.zone]);
 }
 
@@ -211,7 +246,10 @@ export async function aggregateEvents(knex: Knex, tenant: string, timeline: Time
         .as("e"),
     )
     .groupBy(single ? ["b"] : ["item_id", "b"])
-    .orderBy("b")) as (BucketRow & { item: string })[];
+    .orderBy("b")
+    .catch((err: unknown) => {
+      throw overflow(err, metric);
+    })) as (BucketRow & { item: string })[];
   const byKey = new Map<string, Map<number, BucketRow>>();
   for (const row of rows) {
     const key = row.item;

@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import { ProblemError, type ProblemDetail } from "../errors.js";
+import { isUuid } from "../input.js";
 import { resolveEventDateRange, type EventDateRange } from "./periods.js";
 import { aggregateEvents, checkQueryOptions, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
 
@@ -12,8 +13,6 @@ export interface SeriesRequest {
 }
 
 export type SeriesAnswer = { events: EventJson[] } | { buckets: BucketJson[] };
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function invalid(message: string, path: string, status = 400): ProblemError {
   return new ProblemError("INVALID_REQUEST", message, { status, errors: [{ path, message }] });
@@ -32,7 +31,8 @@ export function seriesRequestProblems(request: SeriesRequest): ProblemDetail[] {
   };
   // The zone given, or any valid one: only the shape is checked here.
   collect(() => resolveEventDateRange(request.eventDateRange, new Date(), "UTC"));
-  collect(() => checkQueryOptions(request.queryOptions ?? {}));
+  // Absent is no options; anything else, null included, must be an object.
+  collect(() => checkQueryOptions(request.queryOptions === undefined ? {} : request.queryOptions));
   return problems;
 }
 
@@ -57,6 +57,7 @@ export class TimeSeries {
 
   /** `POST /items/{itemId}/events/query`: raw events, or buckets when an aggregation is asked for. */
   async itemQuery(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer | { value: number | null }> {
+    if (!isUuid(itemId)) throw invalid("itemId must be the uuid of an Item", "itemId");
     const id = itemId.toLowerCase();
     const item = (await this.knex("entities").where({ tenant, type: "Item", id }).first("id", this.knex.raw("attributes->>'itemAction' as action"))) as
       | { id: string; action: string | null }
@@ -91,6 +92,7 @@ export class TimeSeries {
   async series(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock()): Promise<Map<string, SeriesAnswer>> {
     const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
     const options = request.queryOptions ?? {};
+    checkQueryOptions(options);
     const ids = [...new Set(itemIds.map((id) => id.toLowerCase()))];
     const answer = new Map<string, SeriesAnswer>();
     if (options.aggregation !== undefined) {
@@ -105,7 +107,9 @@ export class TimeSeries {
   async singleTimeline(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock()): Promise<BucketJson[]> {
     const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
     const ids = [...new Set(itemIds.map((id) => id.toLowerCase()))];
-    return (await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: ids }, range, request.queryOptions ?? {})).get("")!;
+    const options = request.queryOptions ?? {};
+    checkQueryOptions(options);
+    return (await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: ids }, range, options)).get("")!;
   }
 
   /** `POST /timeline/query` (contract §8). */
@@ -114,10 +118,11 @@ export class TimeSeries {
     request: SeriesRequest & { itemIds?: string[]; queryType?: QueryType },
   ): Promise<{ series: ({ itemId: string } & SeriesAnswer)[] } | { buckets: BucketJson[] }> {
     const options = request.queryOptions ?? {};
+    checkQueryOptions(options);
     const queryType = request.queryType ?? (options.aggregation !== undefined ? "AGGREGATION" : "EVENTS");
     if (!(QUERY_TYPES as readonly string[]).includes(queryType)) throw invalid(`queryType must be one of ${QUERY_TYPES.join(", ")}`, "queryType");
     const itemIds = (request.itemIds ?? []).map((id, i) => {
-      if (typeof id !== "string" || !UUID.test(id)) throw invalid("must be an item uuid", `itemIds[${i}]`);
+      if (!isUuid(id)) throw invalid("must be an item uuid", `itemIds[${i}]`);
       return id.toLowerCase();
     });
     if (queryType !== "EVENTS" && options.aggregation === undefined) throw invalid(`${queryType} needs queryOptions.aggregation`, "queryOptions.aggregation");
@@ -125,7 +130,7 @@ export class TimeSeries {
     if (queryType === "SINGLEAGGREGATION") {
       // One timeline over the events of the index set's items; the listed items narrow it down.
       const indexSet = options.indexSet;
-      if (typeof indexSet !== "string" || !UUID.test(indexSet)) throw invalid("SINGLEAGGREGATION needs queryOptions.indexSet, the id of an IndexSet", "queryOptions.indexSet");
+      if (!isUuid(indexSet)) throw invalid("SINGLEAGGREGATION needs queryOptions.indexSet, the id of an IndexSet", "queryOptions.indexSet");
       let members = await this.indexSetItems(tenant, indexSet.toLowerCase());
       if (itemIds.length > 0) members = members.filter((id) => itemIds.includes(id));
       const range = resolveEventDateRange(request.eventDateRange, this.clock(), this.defaultZone);

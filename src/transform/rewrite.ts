@@ -51,10 +51,16 @@ export interface Rewritten {
   lexicalErrorStart?: number;
 }
 
-interface Edit {
-  origStart: number;
-  origEnd: number;
-  text: string;
+/** Where the text is to change, as data: a parameter or a `result(?label) { … }` construct, by its place in the original text. */
+export type Edit = { kind: "param"; name: string; origStart: number; origEnd: number } | { kind: "result"; use: ResultUse; origStart: number; origEnd: number };
+
+/** What the text uses of the extension, and where it is to change: the rewriter's decisions, free of the text written. */
+export interface RewritePlan {
+  params: ParamUse[];
+  results: ResultUse[];
+  problems: RewriteProblem[];
+  edits: Edit[];
+  lexicalErrorStart?: number;
 }
 
 /**
@@ -67,9 +73,14 @@ function isParameter(tokens: readonly Token[], i: number): boolean {
   return dollar?.kind === "variable" && dollar.value === "" && isOperator(open, "{") && open!.start === dollar.end && isWord && isOperator(close, "}");
 }
 
+/** Rewrites a transform into plain JSONata: its plan ({@link planRewrite}), then the text ({@link emitRewrite}). */
 export function rewriteTransform(text: string): Rewritten {
+  return emitRewrite(text, planRewrite(text));
+}
+
+/** Finds `${name}` and `result(?label) { … }` as token sequences, and what each becomes. */
+export function planRewrite(text: string): RewritePlan {
   const { tokens, error } = tokenize(text);
-  const names = generatedNames(text);
   const edits: Edit[] = [];
   const params: ParamUse[] = [];
   const results: ResultUse[] = [];
@@ -82,7 +93,7 @@ export function rewriteTransform(text: string): Rewritten {
       const name = text.slice(nameToken.start, nameToken.end);
       if (SIMPLE_NAME.test(name)) {
         params.push({ name, offset: token.start });
-        edits.push({ origStart: token.start, origEnd: tokens[i + 3]!.end, text: `$${names.param(name)}` });
+        edits.push({ kind: "param", name, origStart: token.start, origEnd: tokens[i + 3]!.end });
       } else {
         problems.push({ message: "expected ${name} with a parameter name made of letters, digits and _", offset: token.start });
       }
@@ -95,31 +106,45 @@ export function rewriteTransform(text: string): Rewritten {
         continue;
       }
       results.push(read.use);
-      const spec = read.use.fields.map((f) => `[${JSON.stringify(f.alias)}, ${JSON.stringify(f.field)}]`).join(", ");
-      edits.push({ origStart: token.start, origEnd: tokens[read.next - 1]!.end, text: `$${names.result}(${JSON.stringify(read.use.label)}, [${spec}])` });
+      edits.push({ kind: "result", use: read.use, origStart: token.start, origEnd: tokens[read.next - 1]!.end });
       i = read.next;
     } else i++;
   }
+  return { ...(error !== undefined ? { lexicalErrorStart: error.start } : {}), params, results, problems, edits };
+}
+
+/**
+ * Writes the plan into the text: a parameter becomes its generated variable, a construct a call of
+ * the generated function with its label and fields. Generated names are chosen so that none is used
+ * by the text.
+ */
+export function emitRewrite(text: string, plan: RewritePlan): Rewritten {
+  const names = generatedNames(text);
+  const written = (edit: Edit) => {
+    if (edit.kind === "param") return `$${names.param(edit.name)}`;
+    const spec = edit.use.fields.map((f) => `[${JSON.stringify(f.alias)}, ${JSON.stringify(f.field)}]`).join(", ");
+    return `$${names.result}(${JSON.stringify(edit.use.label)}, [${spec}])`;
+  };
   // The text after a lexical error is left as it is: JSONata, reading the same text, reports that
   // error itself (problems here are about the extension only).
   let source = "";
   let last = 0;
   const segments: { newStart: number; newEnd: number; origStart: number; origEnd: number }[] = [];
-  for (const edit of edits) {
+  for (const edit of plan.edits) {
     source += text.slice(last, edit.origStart);
     const newStart = source.length;
-    source += edit.text;
+    source += written(edit);
     segments.push({ newStart, newEnd: source.length, origStart: edit.origStart, origEnd: edit.origEnd });
     last = edit.origEnd;
   }
   source += text.slice(last);
 
   return {
-    ...(error !== undefined ? { lexicalErrorStart: error.start } : {}),
+    ...(plan.lexicalErrorStart !== undefined ? { lexicalErrorStart: plan.lexicalErrorStart } : {}),
     source,
-    params,
-    results,
-    problems,
+    params: plan.params,
+    results: plan.results,
+    problems: plan.problems,
     names,
     originalOffset(offset) {
       let shift = 0;

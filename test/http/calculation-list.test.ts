@@ -1,23 +1,17 @@
 import { expect } from "chai";
 import { describeEachBackend } from "../support/backends.js";
-import { suiteServer } from "../support/server.js";
-import { adminToken } from "../support/tokens.js";
+import { adminServer } from "../support/server.js";
 
 /** GET /calculation-definitions pages like the other lists: limit 1–1000 (100 by default), offset, total. */
 describeEachBackend("GET /calculation-definitions", (ctx) => {
-  const server = suiteServer(ctx);
-  let token: string;
-  before(async () => {
-    token = await adminToken();
-  });
-
-  const get = (url: string) => server().app.inject({ method: "GET", url, headers: { authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant } });
+  const suite = adminServer(ctx);
+  const get = (url: string) => suite.server.app.inject({ method: "GET", url, headers: { authorization: `Bearer ${suite.token}`, "x-tenant-id": ctx.tenant } });
 
   async function create(externalId: string): Promise<void> {
-    const res = await server().app.inject({
+    const res = await suite.server.app.inject({
       method: "POST",
       url: "/calculation-definitions",
-      headers: { authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant },
+      headers: { authorization: `Bearer ${suite.token}`, "x-tenant-id": ctx.tenant },
       payload: { externalId, calculationType: "EXPRESSION", data: { calculation: { expression: "2 * 3" } } },
     });
     expect(res.statusCode, res.body).to.equal(201);

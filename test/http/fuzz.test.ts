@@ -9,7 +9,7 @@ import { PERIODS } from "../../src/timeseries/periods.js";
 import { METRICS } from "../../src/timeseries/query.js";
 import { describeEachBackend, randomTenant } from "../support/backends.js";
 import { anyValue, arbitraryOf, hostileDates, hostileNumbers, hostileString, hostileStrings, type Hints, type JsonSchema } from "../support/schemaArbitrary.js";
-import { suiteServer, type TestServer } from "../support/server.js";
+import { adminServer, type TestServer } from "../support/server.js";
 import { hsToken, TEST_JWT_SECRET, unsignedToken } from "../support/tokens.js";
 
 /**
@@ -68,12 +68,13 @@ const RANGE = { period: "Custom range", from: "2024-01-01T00:00:00Z", to: "2024-
 const addFormats = ajvFormats.default;
 
 describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
-  const started = suiteServer(ctx);
+  // The operator token (every tenant) seeds both tenants; the fuzzer itself never carries it.
+  const suite = adminServer(ctx);
   let server: TestServer;
   let operator: string;
-  before(async () => {
-    server = started();
-    operator = await hsToken({ roles: ["admin"], tenants: "*" });
+  before(() => {
+    server = suite.server;
+    operator = suite.token;
   });
 
   async function call(token: string, tenant: string, method: string, url: string, payload?: unknown): Promise<Json> {

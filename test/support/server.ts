@@ -7,7 +7,7 @@ import { createLogger, type Logger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
 import { createServices } from "../../src/services.js";
 import type { RunningWorker } from "../../workers/camunda7/worker.js";
-import { TEST_JWT_SECRET } from "./tokens.js";
+import { adminToken, TEST_JWT_SECRET } from "./tokens.js";
 
 /** Keeps every log entry in memory, so tests can read what was logged. */
 export class MemoryTransport extends Transport {
@@ -40,15 +40,13 @@ export async function testServer(db: Database, env: Record<string, string> = {},
   return { app, config, logs, logger, metrics };
 }
 
-/** One test server for a whole suite on the suite's database, closed after it; call the result inside the tests. */
-export function suiteServer(ctx: { db: Database }, env: Record<string, string> = {}): () => TestServer {
-  let server: TestServer | undefined;
+/** For a suite on one backend: a server and an admin token, made before its tests, the server closed after them. */
+export function adminServer(ctx: { db: Database }): { readonly server: TestServer; readonly token: string } {
+  const suite = {} as { server: TestServer; token: string };
   before(async () => {
-    server = await testServer(ctx.db, env);
+    suite.server = await testServer(ctx.db);
+    suite.token = await adminToken();
   });
-  after(() => server?.app.close());
-  return () => {
-    if (server === undefined) throw new Error("the suite's server is not started yet");
-    return server;
-  };
+  after(() => suite.server.app.close());
+  return suite;
 }

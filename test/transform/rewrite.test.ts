@@ -2,7 +2,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import jsonata from "jsonata";
 import { ProblemError, type ProblemDetail } from "../../src/errors.js";
-import { rewriteTransform } from "../../src/transform/rewrite.js";
+import { planRewrite, rewriteTransform } from "../../src/transform/rewrite.js";
 import { compileTransform, evaluateTransform } from "../../src/transform/transform.js";
 import { jsonataExpression } from "../support/jsonataArbitrary.js";
 
@@ -225,6 +225,33 @@ describe("transform rewrite", () => {
           const plain = await outcome(() => expression.evaluate(input));
           const ours = await outcome(() => evaluate(text, {}, input));
           expect(ours).to.equal(plain);
+        }),
+        { numRuns: 500 },
+      );
+    });
+  });
+
+  describe("plan", () => {
+    it("names each use of the extension and the span of text it replaces, and nothing else", () => {
+      const text = '/* ${no} */ [${p}, "${q}", result(?ap) { id, "Full Name": name }, /${r}/]';
+      const plan = planRewrite(text);
+      expect(plan.edits.map((e) => ({ kind: e.kind, text: text.slice(e.origStart, e.origEnd) }))).to.deep.equal([
+        { kind: "param", text: "${p}" },
+        { kind: "result", text: 'result(?ap) { id, "Full Name": name }' },
+      ]);
+      expect(plan.params.map((p) => p.name)).to.deep.equal(["p"]);
+      expect(plan.results.map((r) => ({ label: r.label, fields: r.fields.map((f) => [f.alias, f.field]) }))).to.deep.equal([
+        { label: "ap", fields: [["id", "id"], ["Full Name", "name"]] },
+      ]);
+      expect(plan.problems).to.deep.equal([]);
+    });
+
+    it("has no edits for plain JSONata, so the text is passed as written", () => {
+      fc.assert(
+        fc.property(jsonataExpression, (text) => {
+          const plan = planRewrite(text);
+          if (plan.edits.length === 0) expect(rewriteTransform(text).source).to.equal(text);
+          for (const edit of plan.edits) expect(text.slice(edit.origStart, edit.origEnd)).to.match(edit.kind === "param" ? /^\$\{/ : /^result\s*\(/);
         }),
         { numRuns: 500 },
       );

@@ -1,5 +1,6 @@
 import { Type, type Static } from "typebox";
 import type { ApiDefinitionInput } from "../../definitions/api-definition.js";
+import { EXTERNAL_ID_MAX_LENGTH } from "../../input.js";
 import { apiRequest } from "../../tasks/tasks.js";
 import { requireTenant } from "../request.js";
 import { ExternalId, NoContent, PageFields, PageQuery } from "../schemas.js";
@@ -166,7 +167,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
         summary: "Request an API definition by externalId; the answer is exactly the transform's result",
         tags: ["tasks"],
         params: Type.Object({ segment: Type.String({ pattern: "^[a-z0-9-]+$", maxLength: 100 }) }),
-        body: Type.Object({ apiDefinitionExternalId: Type.String({ minLength: 1, maxLength: 200 }), queryParameters: Type.Optional(QueryParameters) }, { additionalProperties: false }),
+        body: Type.Object({ apiDefinitionExternalId: Type.String({ minLength: 1, maxLength: EXTERNAL_ID_MAX_LENGTH }), queryParameters: Type.Optional(QueryParameters) }, { additionalProperties: false }),
         response: { 200: Type.Unknown({ description: "the transform's JSON result, no envelope" }) },
       },
     },

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import type { CalculationData, CalculationDefinitionInput } from "../../calculation/definition.js";
 import type { CalculateRequest } from "../../calculation/service.js";
 import { requireTenant } from "../request.js";
-import { Bucket, ExternalId, NoContent, PageFields, PageQuery } from "../schemas.js";
+import { Bucket, ExternalId, NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
 import type { App, ServerDeps } from "../server.js";
 
 const Body = Type.Object(
@@ -86,7 +86,7 @@ export function calculationRoutes(app: App, { services }: ServerDeps): void {
         params: Params,
         body: Type.Object(
           {
-            inputs: Type.Optional(Type.Record(Type.String(), Type.Object({ items: Type.Optional(Type.Array(Type.Object({ id: Type.String() }))), value: Type.Optional(Type.Number()) }))),
+            inputs: Type.Optional(Type.Record(Type.String(), Type.Object({ items: Type.Optional(Type.Array(Type.Object({ id: Uuid }))), value: Type.Optional(Type.Number()) }))),
             eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
             queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
           },

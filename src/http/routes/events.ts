@@ -5,10 +5,9 @@ import { ingestEvents } from "../../timeseries/ingest.js";
 import type { QueryType, SeriesRequest } from "../../timeseries/service.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
-import { Bucket } from "../schemas.js";
 import type { App, ServerDeps } from "../server.js";
+import { Bucket, Uuid } from "../schemas.js";
 
-const Uuid = Type.String({ format: "uuid" });
 const NDJSON = "application/x-ndjson";
 const CSV = "text/csv";
 

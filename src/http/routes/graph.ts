@@ -4,11 +4,10 @@ import { deleteEntity, getEntity, listEntities, upsertEntities } from "../../gra
 import { createLinks } from "../../graph/links.js";
 import type { App, ServerDeps } from "../server.js";
 import { requireTenant } from "../request.js";
-import { NoContent, PageFields, PageQuery } from "../schemas.js";
+import { NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
 
 const MAX_BATCH = 10_000;
 const Name = Type.String({ minLength: 1, maxLength: 200 });
-const Uuid = Type.String({ format: "uuid" });
 const Entity = Type.Object(
   { id: Uuid, type: Type.String(), key: Type.String() },
   { additionalProperties: true, description: "id, type, key and the attributes flattened beside them" },

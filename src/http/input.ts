@@ -1,0 +1,85 @@
+import type { Socket } from "node:net";
+import { Readable } from "node:stream";
+import type { FastifyError, FastifyRequest } from "fastify";
+import { callerProblem, ProblemError } from "../errors.js";
+import { inputFaults } from "../input.js";
+
+/**
+ * The longest path parameter the router accepts; beyond it a request is `414`. Above every limit a
+ * route's schema sets (an externalId's 200 characters), so a parameter too long for its route is
+ * a `400` naming it, as the same value in a body is.
+ */
+export const MAX_PARAM_LENGTH = 1000;
+
+/** The charsets a body may declare: UTF-8 (or none, which means UTF-8). */
+const UTF8 = new Set(["utf-8", "utf8"]);
+
+/** The `charset` parameter of a Content-Type, lower-cased and unquoted; undefined when absent. */
+export function charsetOf(contentType: string): string | undefined {
+  for (const part of contentType.split(";").slice(1)) {
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim().toLowerCase() !== "charset") continue;
+    return part.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1").toLowerCase();
+  }
+  return undefined;
+}
+
+/** preParsing: a body in any charset but UTF-8 is a 415, before a byte of it is read as UTF-8. */
+export async function refuseForeignCharset(request: FastifyRequest): Promise<void> {
+  const contentType = request.headers["content-type"];
+  if (contentType === undefined) return;
+  const charset = charsetOf(contentType);
+  if (charset === undefined || UTF8.has(charset)) return;
+  throw new ProblemError("INVALID_REQUEST", `the body's charset "${charset}" is not supported; send it as UTF-8 (charset=utf-8, or no charset)`, {
+    status: 415,
+    errors: [{ path: "headers.content-type", message: `charset "${charset}" is not supported; only utf-8` }],
+  });
+}
+
+/**
+ * preValidation: every string the request carries — the JSON body at any depth, its keys, the
+ * query string and the path parameters — checked once, before any schema or handler reads it.
+ * A streamed upload (NDJSON, CSV) is checked row by row where its rows are read.
+ */
+export async function refuseFaultyText(request: FastifyRequest): Promise<void> {
+  const faults = [
+    ...inputFaults(request.params, "params"),
+    ...inputFaults(request.query, "querystring"),
+    ...(request.body instanceof Readable ? [] : inputFaults(request.body, "body")),
+  ];
+  if (faults.length === 0) return;
+  const first = faults[0]!;
+  throw new ProblemError("INVALID_REQUEST", `the request is not valid: ${first.path} ${first.message}`, { errors: faults });
+}
+
+/** The answers of errors fastify raises before a route is found (a bad URL encoding, a too long parameter). */
+export function frameworkProblem(err: FastifyError): ProblemError {
+  if (err.code === "FST_ERR_MAX_PARAM_LENGTH") {
+    return new ProblemError("INVALID_REQUEST", `a path segment is longer than ${MAX_PARAM_LENGTH} characters`, { status: 414 });
+  }
+  if (err.code === "FST_ERR_BAD_URL") return new ProblemError("INVALID_REQUEST", "the URL holds an invalid percent-encoding");
+  return new ProblemError("INVALID_REQUEST", err.message, { status: typeof err.statusCode === "number" && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400 });
+}
+
+/**
+ * Node's HTTP parser refuses a request before fastify sees it (headers too large, a malformed
+ * header or Content-Length, a time-out): answered here, on the socket, as problem+json.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, detail] =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "the request's headers are larger than the server accepts"]
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "the request did not arrive in time"]
+        : [400, `the request is not valid HTTP (${err.code ?? "unreadable"})`];
+  const body = JSON.stringify(callerProblem(new ProblemError("INVALID_REQUEST", detail, { status })));
+  const reason = status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request";
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}

@@ -1,0 +1,99 @@
+/**
+ * The limits every input is held to, wherever it comes from (README "Input limits"). The HTTP edge
+ * checks strings once (src/http/input.ts); the domain checks dates, numbers and ids with these.
+ */
+import type { ProblemDetail } from "./errors.js";
+
+/** An id is a plain uuid: 8-4-4-4-12 hex digits, no `urn:uuid:` prefix, no braces. */
+export const UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+export const UUID = new RegExp(UUID_PATTERN);
+
+/** True for a plain uuid (either case). */
+export function isUuid(value: unknown): value is string {
+  return typeof value === "string" && UUID.test(value);
+}
+
+/** The longest `externalId` of an API or calculation definition, in the body and as a path parameter alike. */
+export const EXTERNAL_ID_MAX_LENGTH = 200;
+export const EXTERNAL_ID_PATTERN = "^[A-Za-z0-9._:~-]+$";
+
+/**
+ * The largest `offset` of any paged answer: PostgreSQL's `integer`, far beyond any real page and
+ * small enough that `offset + limit` stays exact in a double and in a `bigint`.
+ */
+export const MAX_OFFSET = 2_147_483_647;
+
+/**
+ * The instants accepted anywhere: four-digit years, from 1000-01-01T00:00:00Z up to, not including,
+ * 9999-12-31T23:59:59.999Z, at which a range may end (so that every stored event can be asked
+ * for). PostgreSQL and luxon go far beyond; the embedded database's driver reads the years 0–99
+ * as 1900–1999 and cannot send a year past 9999, and no series here reaches back a thousand years.
+ */
+export const MIN_INSTANT_MS = Date.parse("1000-01-01T00:00:00Z");
+export const MAX_INSTANT_MS = Date.parse("9999-12-31T23:59:59.999Z");
+export const INSTANT_RANGE_TEXT = "from 1000-01-01T00:00:00Z up to, not including, 9999-12-31T23:59:59.999Z (at which a range may end)";
+
+/**
+ * True when the instant (ms since the epoch) lies in the accepted range; `rangeEnd`: the end of a
+ * half-open range, which may be the first instant past it, so that the last one can be asked for.
+ */
+export function instantInRange(ms: number, rangeEnd = false): boolean {
+  return Number.isFinite(ms) && ms >= MIN_INSTANT_MS && (ms < MAX_INSTANT_MS || (rangeEnd && ms === MAX_INSTANT_MS));
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** What is wrong with a piece of text: a NUL character or a lone surrogate; undefined when it is sound. */
+export function textFault(text: string): string | undefined {
+  if (text.includes("\u0000")) return "holds a NUL character (U+0000), which text here may not contain";
+  const lone = LONE_SURROGATE.exec(text);
+  if (lone !== null) {
+    return `holds a lone surrogate (U+${lone[0].charCodeAt(0).toString(16).toUpperCase()}), which is not Unicode text; send well-formed UTF-8 or \\u escapes in pairs`;
+  }
+  return undefined;
+}
+
+/** A key of a JSON object that names a JavaScript prototype: refused, never read as data. */
+function protoKeyFault(key: string, parentKey: string | undefined): string | undefined {
+  if (key === "__proto__") return 'the key "__proto__" is refused: it names an object\'s prototype in JavaScript';
+  if (key === "prototype" && parentKey === "constructor") return 'the key "constructor.prototype" is refused: it names a prototype in JavaScript';
+  return undefined;
+}
+
+/** `base.key` for a plain name, `base["key"]` (JSON-escaped) for anything else. */
+function memberPath(base: string, key: string): string {
+  const plain = /^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(key);
+  if (base === "") return plain ? key : `[${JSON.stringify(key)}]`;
+  return plain ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`;
+}
+
+const MAX_FAULTS = 20;
+
+/**
+ * Every string of a parsed JSON value, keys included, checked for NUL and lone surrogates, and
+ * every key for a prototype name. Returns at most 20 problems, each naming its path under `base`.
+ * Iterative, so a deeply nested body cannot exhaust the stack.
+ */
+export function inputFaults(value: unknown, base: string): ProblemDetail[] {
+  const faults: ProblemDetail[] = [];
+  const stack: { value: unknown; path: string; key: string | undefined }[] = [{ value, path: base, key: undefined }];
+  while (stack.length > 0 && faults.length < MAX_FAULTS) {
+    const { value: v, path, key } = stack.pop()!;
+    if (typeof v === "string") {
+      const fault = textFault(v);
+      if (fault !== undefined) faults.push({ path, message: fault });
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: `${path}[${i}]`, key: undefined });
+    } else if (v !== null && typeof v === "object") {
+      const children: typeof stack = [];
+      for (const k of Object.keys(v)) {
+        const at = memberPath(path, k);
+        const fault = textFault(k) ?? protoKeyFault(k, key);
+        if (fault !== undefined) faults.push({ path: at, message: fault.startsWith("the key") ? fault : `the key ${fault}` });
+        else children.push({ value: (v as Record<string, unknown>)[k], path: at, key: k });
+      }
+      for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
+    }
+  }
+  return faults.slice(0, MAX_FAULTS);
+}
