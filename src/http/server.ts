@@ -202,7 +202,12 @@ function documentRoute(route: { method: string | string[]; url: string; config?:
 
 /** The error statuses an operation can answer, by what it takes: a token, path parameters, a body. */
 function errorStatuses(route: { method: string | string[]; url: string }, access: Access): [number, string][] {
-  if (access === "public") return [[503, "the database or an engine does not answer"]];
+  if (access === "public") {
+    return [
+      [400, "the request is not valid (a malformed URL, text that is not valid Unicode, a refused key)"],
+      [503, "the database or an engine does not answer, or the service is shutting down"],
+    ];
+  }
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   const hasBody = methods.some((m) => m === "POST" || m === "PUT" || m === "PATCH");
   const statuses: [number, string][] = [

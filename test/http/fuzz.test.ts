@@ -180,6 +180,7 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
     const statuses = new Map<string, number>();
     const failures = new Map<string, { count: number; example: string }>();
     let count = 0;
+    let ownRows = 0;
 
     for (let batch = 0; count < CASES; batch++) {
       const generated = fc.sample(cases, { seed: SEED + batch, numRuns: Math.min(BATCH, CASES - count) });
@@ -190,6 +191,8 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
         const tally = `${route.op.operationId} ${res.statusCode}`;
         statuses.set(tally, (statuses.get(tally) ?? 0) + 1);
         const problem = check(route, res, secrets);
+        // The control: answers do carry the first tenant's rows, so the absence of the second's means something.
+        if (res.statusCode < 300 && a.values.some((v) => res.body.includes(v))) ownRows++;
         if (problem !== undefined) {
           // One example of each kind of failure, with how often it happened.
           const kind = `${route.op.operationId} ${res.statusCode} ${problem.replace(/[0-9a-f-]{36}/g, "…").slice(0, 80)}`;
@@ -211,11 +214,12 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
 
     const byRoute = new Map<string, number>();
     for (const [tally, n] of statuses) byRoute.set(tally.split(" ")[0]!, (byRoute.get(tally.split(" ")[0]!) ?? 0) + n);
-    console.log(`      fuzzed ${count} cases on ${ctx.name} (FUZZ_SEED=${SEED}) over ${byRoute.size} operations; statuses: ${summarise(statuses)}`);
+    console.log(`      fuzzed ${count} cases on ${ctx.name} (FUZZ_SEED=${SEED}) over ${byRoute.size} operations, ${ownRows} answers with the tenant's own rows; statuses: ${summarise(statuses)}`);
     if (process.env.FUZZ_VERBOSE !== undefined) console.log([...statuses.entries()].sort().map(([t, n]) => `      ${t} ×${n}`).join("\n"));
     const report = [...failures.entries()].map(([kind, { count, example }]) => `${kind} (×${count})\n  ${example}`);
     expect(report, `FUZZ_SEED=${SEED}: ${failures.size} kinds of failure\n${report.join("\n")}`).to.deep.equal([]);
     expect(count).to.be.at.least(CASES);
+    expect(ownRows, "answers holding the first tenant's own rows").to.be.greaterThan(CASES / 100);
     // Every operation of the description was reached.
     expect([...byRoute.keys()]).to.have.members(routes.map((r) => r.op.operationId));
   });
