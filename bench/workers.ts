@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import { Client, Variables } from "camunda-external-task-client-js";
-import { loadConfig } from "../src/config.js";
+import { camunda7Settings, loadConfig, zeebeSettings } from "../src/config.js";
 import { openDatabase } from "../src/db/database.js";
 import { EXAMPLE_DEFINITION, exampleGraph } from "../src/demo/seed.js";
 import { upsertEntities } from "../src/graph/entities.js";
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
       return async () => client.stop();
     });
     const ours = await round(() => {
-      const worker = startCamunda7Worker(services, { baseUrl: c7.baseUrl, database: db.knex, maxTasks: 10, asyncResponseTimeoutMs: 1000 }, silent, new Metrics());
+      const worker = startCamunda7Worker(services, camunda7Settings(c7.baseUrl, { maxTasks: 10, asyncResponseTimeoutMs: 1000 }), { database: db.knex, logger: silent, metrics: new Metrics() });
       return () => worker.stop();
     });
     console.log(`camunda 7, ${tasks} api-request tasks: do-nothing worker ${rate(noop)}; service worker ${rate(ours)}; ratio ${(ours / noop).toFixed(2)}x the time`);
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
           if (args[2] === "completed") count();
         },
       };
-      const worker = startZeebeWorker(services, { address: zb.address, database: db.knex, maxJobsToActivate: 10 }, silent, counting);
+      const worker = startZeebeWorker(services, zeebeSettings(zb.address, { maxTasks: 10 }), { database: db.knex, logger: silent, metrics: counting });
       return () => worker.stop();
     });
     console.log(`zeebe, ${tasks} api-request jobs: do-nothing worker ${rate(noop)}; service worker ${rate(ours)}; ratio ${(ours / noop).toFixed(2)}x the time`);

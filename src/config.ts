@@ -3,6 +3,7 @@ import { accessSync, constants, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import { EXPRESSION_LIMIT_CEILINGS } from "./calculation/expression-size.js";
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from "./db/timeouts.js";
 
 /**
  * Everything the server and the workers read from the environment, validated once at start-up.
@@ -55,35 +56,80 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** winston level, or `silent`. Default `info`. */
   logLevel: LogLevel;
-  /** Camunda 7 REST base; absent means no Camunda 7 workers. */
-  camundaUrl: string | undefined;
-  /** Zeebe gateway `host:port`; absent means no Zeebe workers. */
-  zeebeAddress: string | undefined;
-  /** Worker settings (both engines). */
-  workers: WorkerSettings;
-  /** TLS to the Zeebe gateway (ZEEBE_TLS). Default false: plaintext. */
-  zeebeTls: boolean;
-  /** A PEM file of the certificate authority the Zeebe gateway's TLS certificate comes from (CAMUNDA_CUSTOM_ROOT_CERT_PATH); default the public CAs. */
-  zeebeRootCertPath: string | undefined;
-  /** OAuth client credentials for Zeebe (ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL, ZEEBE_TOKEN_AUDIENCE). */
-  zeebeOAuth: { url: string; clientId: string; clientSecret: string; audience?: string } | undefined;
+  /** The Camunda 7 external-task worker (CAMUNDA_URL and the worker settings); absent: not started. */
+  camunda7: Camunda7Settings | undefined;
+  /** The Zeebe job workers (ZEEBE_ADDRESS, ZEEBE_TLS, OAuth and the worker settings); absent: not started. */
+  zeebe: ZeebeSettings | undefined;
+  /** Bounds of the database connections (DATABASE_*_TIMEOUT_MS, DATABASE_KEEPALIVE_MS); see {@link DatabaseTimeouts}. */
+  databaseTimeouts: DatabaseTimeouts;
 }
 
+/** The Camunda 7 topics and Zeebe job types the workers subscribe to (TOPIC_API_REQUEST, TOPIC_CALCULATE_SERIES). */
+export interface WorkerTopics {
+  apiRequest: string;
+  calculateSeries: string;
+}
+
+/** What both engines' workers read. Each default is applied in {@link workerSettings}, nowhere else. */
 export interface WorkerSettings {
-  /** TOPIC_API_REQUEST, default `api-request` (the Zeebe job type too). */
-  apiRequestTopic: string;
-  /** TOPIC_CALCULATE_SERIES, default `calculate-series`. */
-  calculateSeriesTopic: string;
-  /** WORKER_MAX_TASKS: tasks (jobs) run at once per worker. Default 10. */
+  /** Default `api-request` and `calculate-series`. */
+  topics: WorkerTopics;
+  /** WORKER_MAX_TASKS: tasks (jobs) in hand at once per worker. Default 10. */
   maxTasks: number;
-  /** WORKER_LOCK_DURATION_MS: Camunda 7 lock / Zeebe job timeout, extended while running (Camunda 7). Default 30000. */
+  /** WORKER_LOCK_DURATION_MS: Camunda 7 lock (extended while a task runs) / Zeebe job timeout. Default 30000. */
   lockDurationMs: number;
-  /** CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: long-polling wait. Default 10000. */
-  asyncResponseTimeoutMs: number;
-  /** WORKER_DEFAULT_RETRIES: retries of a task that has none yet. Default 3. */
+  /** WORKER_DEFAULT_RETRIES: retries of a task whose engine gives none. Default 3. */
   defaultRetries: number;
-  /** CAMUNDA_WORKER_ID: default `<host>-<pid>-<random>`. */
+}
+
+export interface Camunda7Settings extends WorkerSettings {
+  /** CAMUNDA_URL: the REST base, e.g. http://localhost:8080/engine-rest. */
+  url: string;
+  /** CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: long-polling wait of one fetch. Default 10000. */
+  asyncResponseTimeoutMs: number;
+  /** CAMUNDA_WORKER_ID; absent: `<host>-<pid>-<random>`. */
   workerId: string | undefined;
+}
+
+export interface ZeebeSettings extends WorkerSettings {
+  /** ZEEBE_ADDRESS: the gateway's `host:port`. */
+  address: string;
+  /** ZEEBE_TLS: TLS to the gateway. Default false: plaintext. */
+  tls: boolean;
+  /** CAMUNDA_CUSTOM_ROOT_CERT_PATH: a PEM file of the CA the gateway's certificate comes from; absent: the public CAs. */
+  rootCertPath: string | undefined;
+  /** ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL (all three or none), ZEEBE_TOKEN_AUDIENCE optional. */
+  oauth: ZeebeOAuth | undefined;
+}
+
+export interface ZeebeOAuth {
+  url: string;
+  clientId: string;
+  clientSecret: string;
+  audience?: string;
+}
+
+/** Settings given in part (an environment, a test); what is absent takes its default. */
+type Given<T extends WorkerSettings> = Partial<Omit<T, "topics">> & { topics?: Partial<WorkerTopics> };
+
+/** The worker settings with their defaults: the one place they are applied. */
+export function workerSettings(given: Given<WorkerSettings> = {}): WorkerSettings {
+  return {
+    topics: { apiRequest: given.topics?.apiRequest ?? "api-request", calculateSeries: given.topics?.calculateSeries ?? "calculate-series" },
+    maxTasks: given.maxTasks ?? 10,
+    lockDurationMs: given.lockDurationMs ?? 30_000,
+    defaultRetries: given.defaultRetries ?? 3,
+  };
+}
+
+/** Camunda 7 settings for `url`, the rest given or defaulted. */
+export function camunda7Settings(url: string, given: Given<Camunda7Settings> = {}): Camunda7Settings {
+  return { url, ...workerSettings(given), asyncResponseTimeoutMs: given.asyncResponseTimeoutMs ?? 10_000, workerId: given.workerId };
+}
+
+/** Zeebe settings for the gateway at `address`, the rest given or defaulted. */
+export function zeebeSettings(address: string, given: Given<ZeebeSettings> = {}): ZeebeSettings {
+  return { address, ...workerSettings(given), tls: given.tls ?? false, rootCertPath: given.rootCertPath, oauth: given.oauth };
 }
 
 export type Role = "server" | "worker";
@@ -105,6 +151,9 @@ export type AuthConfig =
       /** Leeway for `exp`, `nbf` and `iat`, in seconds (JWT_CLOCK_SKEW_SECONDS). Default 5. */
       clockSkewSeconds: number;
     };
+
+/** DATA_DIR's default, also where the demo keeps its development secret before the configuration is read. */
+export const DEFAULT_DATA_DIR = "./data";
 
 /** Thrown when the environment holds a value the service cannot start with. */
 export class ConfigError extends Error {
@@ -205,6 +254,15 @@ const envSchema = z.object({
   ZEEBE_CLIENT_SECRET: optionalText,
   ZEEBE_OAUTH_URL: optionalText.refine((v) => v === undefined || isUrl(v, ["http:", "https:"]), "ZEEBE_OAUTH_URL must be an http(s) URL"),
   ZEEBE_TOKEN_AUDIENCE: optionalText,
+  // Database faults: bounds of every connection (src/db/timeouts.ts).
+  DATABASE_CONNECT_TIMEOUT_MS: integer("DATABASE_CONNECT_TIMEOUT_MS", 100, 600_000).optional(),
+  DATABASE_ACQUIRE_TIMEOUT_MS: integer("DATABASE_ACQUIRE_TIMEOUT_MS", 100, 600_000).optional(),
+  DATABASE_STATEMENT_TIMEOUT_MS: integer("DATABASE_STATEMENT_TIMEOUT_MS", 100, 3_600_000).optional(),
+  DATABASE_IDLE_TIMEOUT_MS: integer("DATABASE_IDLE_TIMEOUT_MS", 100, 3_600_000).optional(),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: integer("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 0, 3_600_000).optional(),
+  DATABASE_KEEPALIVE_MS: integer("DATABASE_KEEPALIVE_MS", 0, 3_600_000).optional(),
+  DATABASE_PROBE_TIMEOUT_MS: integer("DATABASE_PROBE_TIMEOUT_MS", 50, 900).optional(),
+  DATABASE_STARTUP_TIMEOUT_MS: integer("DATABASE_STARTUP_TIMEOUT_MS", 0, 3_600_000).optional(),
   ZEEBE_ADDRESS: optionalText.refine(
     (v) => v === undefined || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(v),
     "ZEEBE_ADDRESS must be host:port, like localhost:26500",
@@ -248,21 +306,30 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     if (oauth.some((v) => v !== undefined) && oauth.some((v) => v === undefined)) {
       problems.push("ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none");
     }
+    // A graph query is a database statement: its own time-out cannot be the longer one.
+    const graphTimeout = parsed.data.QUERY_TIMEOUT_MS ?? 5000;
+    const statementTimeout = parsed.data.DATABASE_STATEMENT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.statementMs;
+    if (graphTimeout > statementTimeout) {
+      problems.push(`QUERY_TIMEOUT_MS (${graphTimeout}) must not be longer than DATABASE_STATEMENT_TIMEOUT_MS (${statementTimeout})`);
+    }
+  }
+  const engines = parsed.success ? readEngines(parsed.data) : undefined;
+  if (parsed.success && engines?.camunda7 !== undefined) {
     // A shutdown lets the Camunda 7 long poll in progress finish: it must fit in the shutdown's time.
-    const longPoll = parsed.data.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS ?? 10_000;
-    const shutdown = parsed.data.SHUTDOWN_TIMEOUT_MS ?? 30_000;
-    if (parsed.data.CAMUNDA_URL !== undefined && longPoll >= shutdown) {
+    const longPoll = engines.camunda7.asyncResponseTimeoutMs;
+    const shutdown = shutdownTimeoutMs(parsed.data);
+    if (longPoll >= shutdown) {
       problems.push(`CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS (${longPoll}) must be shorter than SHUTDOWN_TIMEOUT_MS (${shutdown}): a shutdown waits for the long poll in progress`);
     }
   }
-  if (!parsed.success || auth === undefined || problems.length > 0) throw new ConfigError(problems);
+  if (!parsed.success || auth === undefined || engines === undefined || problems.length > 0) throw new ConfigError(problems);
   const e = parsed.data;
   return {
     role,
     port: e.PORT ?? 3000,
     host: e.HOST ?? "0.0.0.0",
     databaseUrl: e.DATABASE_URL,
-    dataDir: e.DATA_DIR ?? "./data",
+    dataDir: e.DATA_DIR ?? DEFAULT_DATA_DIR,
     databasePoolSize: e.DATABASE_POOL_SIZE ?? 10,
     auth,
     defaultTimeZone: e.DEFAULT_TIME_ZONE ?? "Europe/Brussels",
@@ -278,25 +345,43 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     calculationMaxSteps: e.CALCULATION_MAX_STEPS ?? 1000,
     expressionMaxLength: e.EXPRESSION_MAX_LENGTH ?? 1000,
     expressionMaxDepth: e.EXPRESSION_MAX_DEPTH ?? 50,
-    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS ?? 30_000,
+    shutdownTimeoutMs: shutdownTimeoutMs(e),
     logLevel: e.LOG_LEVEL ?? "info",
-    camundaUrl: e.CAMUNDA_URL,
-    zeebeAddress: e.ZEEBE_ADDRESS,
-    workers: {
-      apiRequestTopic: e.TOPIC_API_REQUEST ?? "api-request",
-      calculateSeriesTopic: e.TOPIC_CALCULATE_SERIES ?? "calculate-series",
-      maxTasks: e.WORKER_MAX_TASKS ?? 10,
-      lockDurationMs: e.WORKER_LOCK_DURATION_MS ?? 30_000,
-      asyncResponseTimeoutMs: e.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS ?? 10_000,
-      defaultRetries: e.WORKER_DEFAULT_RETRIES ?? 3,
-      workerId: e.CAMUNDA_WORKER_ID,
+    databaseTimeouts: {
+      connectMs: e.DATABASE_CONNECT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.connectMs,
+      acquireMs: e.DATABASE_ACQUIRE_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.acquireMs,
+      statementMs: e.DATABASE_STATEMENT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.statementMs,
+      idleMs: e.DATABASE_IDLE_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.idleMs,
+      idleInTransactionMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.idleInTransactionMs,
+      keepAliveMs: e.DATABASE_KEEPALIVE_MS ?? DEFAULT_DATABASE_TIMEOUTS.keepAliveMs,
+      probeMs: e.DATABASE_PROBE_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.probeMs,
+      startupMs: e.DATABASE_STARTUP_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.startupMs,
     },
-    zeebeTls: e.ZEEBE_TLS ?? false,
-    zeebeRootCertPath: e.CAMUNDA_CUSTOM_ROOT_CERT_PATH,
-    zeebeOAuth:
-      e.ZEEBE_CLIENT_ID !== undefined && e.ZEEBE_CLIENT_SECRET !== undefined && e.ZEEBE_OAUTH_URL !== undefined
-        ? { url: e.ZEEBE_OAUTH_URL, clientId: e.ZEEBE_CLIENT_ID, clientSecret: e.ZEEBE_CLIENT_SECRET, ...(e.ZEEBE_TOKEN_AUDIENCE !== undefined ? { audience: e.ZEEBE_TOKEN_AUDIENCE } : {}) }
-        : undefined,
+    ...engines,
+  };
+}
+
+type EnvValues = z.infer<typeof envSchema>;
+
+function shutdownTimeoutMs(e: EnvValues): number {
+  return e.SHUTDOWN_TIMEOUT_MS ?? 30_000;
+}
+
+/** The engines whose address is set, with their worker settings. */
+function readEngines(e: EnvValues): Pick<Config, "camunda7" | "zeebe"> {
+  const given = {
+    topics: { apiRequest: e.TOPIC_API_REQUEST, calculateSeries: e.TOPIC_CALCULATE_SERIES },
+    maxTasks: e.WORKER_MAX_TASKS,
+    lockDurationMs: e.WORKER_LOCK_DURATION_MS,
+    defaultRetries: e.WORKER_DEFAULT_RETRIES,
+  };
+  const oauth =
+    e.ZEEBE_CLIENT_ID !== undefined && e.ZEEBE_CLIENT_SECRET !== undefined && e.ZEEBE_OAUTH_URL !== undefined
+      ? { url: e.ZEEBE_OAUTH_URL, clientId: e.ZEEBE_CLIENT_ID, clientSecret: e.ZEEBE_CLIENT_SECRET, ...(e.ZEEBE_TOKEN_AUDIENCE !== undefined ? { audience: e.ZEEBE_TOKEN_AUDIENCE } : {}) }
+      : undefined;
+  return {
+    camunda7: e.CAMUNDA_URL === undefined ? undefined : camunda7Settings(e.CAMUNDA_URL, { ...given, asyncResponseTimeoutMs: e.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS, workerId: e.CAMUNDA_WORKER_ID }),
+    zeebe: e.ZEEBE_ADDRESS === undefined ? undefined : zeebeSettings(e.ZEEBE_ADDRESS, { ...given, tls: e.ZEEBE_TLS, rootCertPath: e.CAMUNDA_CUSTOM_ROOT_CERT_PATH, oauth }),
   };
 }
 

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SignJWT } from "jose";
-import { ConfigError, loadConfig, processEnvironment } from "./config.js";
+import { DEFAULT_DATA_DIR, loadConfig, processEnvironment } from "./config.js";
 import { DEMO_TENANT, EXAMPLE_DEFINITION, seedDemo } from "./demo/seed.js";
 import { createLogger } from "./logger.js";
 import { exitOnStartFailure, runService } from "./run.js";
@@ -14,19 +14,11 @@ import { exitOnStartFailure, runService } from "./run.js";
  */
 async function demo(): Promise<void> {
   const env = { ...processEnvironment() };
-  const dataDir = env.DATA_DIR ?? "./data";
+  const dataDir = env.DATA_DIR ?? DEFAULT_DATA_DIR;
   const keyConfigured = [env.JWT_SECRET, env.JWT_PUBLIC_KEY].some((v) => v !== undefined && v.trim() !== "") || env.AUTH_DISABLED === "true";
   if (!keyConfigured) env.JWT_SECRET = developmentSecret(dataDir);
-  let config;
-  try {
-    config = loadConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  // A configuration problem rejects demo(): exitOnStartFailure prints it and exits 2.
+  const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
   await runService(config, logger, async (service) => {
     const seeded = await seedDemo(service.db.knex, service.services.apiDefinitions);

@@ -81,6 +81,8 @@ export class ProblemError extends Error {
 
 /** SQLSTATE classes and driver errors that mean "the database is not reachable right now". */
 const unreachableSqlStates = new Set(["57P01", "57P02", "57P03", "53300", "53400"]);
+/** query_canceled: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS (graph queries report their own time-out first). */
+const STATEMENT_CANCELED = "57014";
 /** A serialization failure and a deadlock: the database rolled a transaction back so that a concurrent one could go on. */
 const writeConflictSqlStates = new Set(["40001", "40P01"]);
 const passingNodeCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
@@ -88,6 +90,11 @@ const passingNodeCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EP
 function errorCode(err: unknown): string | undefined {
   if (typeof err === "object" && err !== null && "code" in err && typeof err.code === "string") return err.code;
   return undefined;
+}
+
+/** A request that is not of the documented shape, naming the place (`errors[0].path`). */
+export function invalidRequest(message: string, path: string, status = 400): ProblemError {
+  return new ProblemError("INVALID_REQUEST", message, { status, errors: [{ path, message }] });
 }
 
 /** True for a unique violation (23505): a row with the same key exists or was written concurrently. */
@@ -109,9 +116,9 @@ export function isPassingFault(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   if (isWriteConflict(err)) return true;
   const code = errorCode(err);
-  if (code !== undefined && (passingNodeCodes.has(code) || unreachableSqlStates.has(code) || code.startsWith("08"))) return true;
+  if (code !== undefined && (passingNodeCodes.has(code) || unreachableSqlStates.has(code) || code === STATEMENT_CANCELED || code.startsWith("08"))) return true;
   if (err.name === "KnexTimeoutError") return true;
-  return /Connection terminated|connection is closed|Client was closed|aborted|Unable to acquire a connection|PGlite is closed/i.test(
+  return /Connection terminated|connection is closed|Client was closed|not queryable|aborted|Unable to acquire a connection|PGlite is closed/i.test(
     err.message,
   );
 }
@@ -123,6 +130,9 @@ export const WRITE_CONFLICT_DETAIL = "the database detected a conflict between c
 export function toProblemError(err: unknown): ProblemError {
   if (err instanceof ProblemError) return err;
   if (isWriteConflict(err)) return new ProblemError("UNAVAILABLE", WRITE_CONFLICT_DETAIL, { cause: err });
+  if (errorCode(err) === STATEMENT_CANCELED || (err instanceof Error && err.name === "DatabaseTimeoutError")) {
+    return new ProblemError("UNAVAILABLE", "the database did not answer in time; retry later", { cause: err });
+  }
   if (isPassingFault(err)) {
     return new ProblemError("UNAVAILABLE", "the database is not reachable at the moment; retry later", { cause: err });
   }
@@ -135,7 +145,7 @@ export function toProblemError(err: unknown): ProblemError {
  */
 export function isDatabaseError(err: unknown): err is Error {
   if (!(err instanceof Error)) return false;
-  return ("severity" in err && typeof err.severity === "string") || err.name === "KnexTimeoutError";
+  return ("severity" in err && typeof err.severity === "string") || err.name === "KnexTimeoutError" || err.name === "DatabaseTimeoutError";
 }
 
 /** The detail a caller gets in place of a database's own message; the log keeps that under the request id. */

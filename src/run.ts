@@ -50,6 +50,10 @@ export async function runService(config: Config, logger: Logger, afterStart?: (s
 
 /** Reports a start-up failure on stderr and exits: 2 for a configuration problem, 1 otherwise. */
 export function exitOnStartFailure(err: unknown): never {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 }
@@ -63,11 +67,7 @@ export function runFromEnvironment(role: Role): void {
   try {
     config = loadConfig(undefined, role);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
+    exitOnStartFailure(err);
   }
   runService(config, createLogger(config.logLevel)).catch(exitOnStartFailure);
 }

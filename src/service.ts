@@ -1,12 +1,13 @@
 import type { Config } from "./config.js";
-import { openDatabase, type Database } from "./db/database.js";
+import { openDatabase, redactUrl, type Database } from "./db/database.js";
 import { createAuthenticator } from "./http/auth.js";
 import { buildServer, type App } from "./http/server.js";
 import type { Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { createServices, type Services } from "./services.js";
 import { releaseAllInHand, removeStaleInHand } from "./tasks/in-hand.js";
-import { startCamunda7Worker, type RunningWorker } from "../workers/camunda7/worker.js";
+import type { RunningWorker } from "./tasks/runner.js";
+import { startCamunda7Worker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker } from "../workers/zeebe/worker.js";
 
 /** The running service: the one place that creates connections and wires the parts together. */
@@ -39,6 +40,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
     queryTimeoutMs: config.queryTimeoutMs,
+    timeouts: config.databaseTimeouts,
     onWarning: (message) => logger.warn("database", { message }),
   });
   logger.info("database ready", { kind: db.kind, location: db.kind === "embedded" ? config.dataDir : redactUrl(config.databaseUrl) });
@@ -62,7 +64,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
       const address = await server.listen({ port: config.port, host: config.host });
       services.transforms.warm();
       // CAMUNDA_URL / ZEEBE_ADDRESS set: the workers run beside the REST server.
-      if (config.camundaUrl !== undefined || config.zeebeAddress !== undefined) {
+      if (config.camunda7 !== undefined || config.zeebe !== undefined) {
         await removeStaleInHand(db.knex, new Date(Date.now() - TASKS_IN_HAND_HORIZON_MS)).then(
           (removed) => removed > 0 && logger.info("dropped stale rows of tasks_in_hand", { removed }),
           (err: unknown) => logger.warn("could not drop stale rows of tasks_in_hand", { error: err instanceof Error ? err.message : String(err) }),
@@ -90,45 +92,13 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
 }
 
 /** A connection string without its password, fit for a log line. */
-export function redactUrl(url: string | undefined): string | undefined {
-  if (url === undefined) return undefined;
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== "") parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(unparseable)";
-  }
-}
+export { redactUrl } from "./db/database.js";
 
 /** The process-engine workers the configuration asks for. */
 function startWorkers(config: Config, services: Services, db: Database, logger: Logger, metrics: Metrics): RunningWorker[] {
-  const w = config.workers;
-  const started: RunningWorker[] = [];
-  if (config.camundaUrl !== undefined) {
-    const options = {
-      baseUrl: config.camundaUrl,
-      database: db.knex,
-      topics: { apiRequest: w.apiRequestTopic, calculateSeries: w.calculateSeriesTopic },
-      maxTasks: w.maxTasks,
-      lockDurationMs: w.lockDurationMs,
-      asyncResponseTimeoutMs: w.asyncResponseTimeoutMs,
-      defaultRetries: w.defaultRetries,
-    };
-    started.push(startCamunda7Worker(services, w.workerId !== undefined ? { ...options, workerId: w.workerId } : options, logger, metrics));
-  }
-  if (config.zeebeAddress !== undefined) {
-    const options = {
-      address: config.zeebeAddress,
-      database: db.knex,
-      tls: config.zeebeTls,
-      ...(config.zeebeRootCertPath !== undefined ? { rootCertPath: config.zeebeRootCertPath } : {}),
-      jobTypes: { apiRequest: w.apiRequestTopic, calculateSeries: w.calculateSeriesTopic },
-      maxJobsToActivate: w.maxTasks,
-      timeoutMs: w.lockDurationMs,
-      defaultRetries: w.defaultRetries,
-    };
-    started.push(startZeebeWorker(services, config.zeebeOAuth !== undefined ? { ...options, oauth: config.zeebeOAuth } : options, logger, metrics));
-  }
-  return started;
+  const deps = { database: db.knex, logger, metrics };
+  return [
+    ...(config.camunda7 !== undefined ? [startCamunda7Worker(services, config.camunda7, deps)] : []),
+    ...(config.zeebe !== undefined ? [startZeebeWorker(services, config.zeebe, deps)] : []),
+  ];
 }

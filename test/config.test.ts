@@ -22,8 +22,8 @@ describe("configuration", () => {
     expect(config.databaseUrl).to.equal(undefined);
     expect(config.dataDir).to.equal("./data");
     expect(config.defaultTimeZone).to.equal("Europe/Brussels");
-    expect(config.camundaUrl).to.equal(undefined);
-    expect(config.zeebeAddress).to.equal(undefined);
+    expect(config.camunda7).to.equal(undefined);
+    expect(config.zeebe).to.equal(undefined);
     expect(config.queryTimeoutMs).to.equal(5000);
     expect(config.transformTimeoutMs).to.equal(2000);
     expect(config.auth).to.include({ disabled: false, userClaim: "sub", tenantsClaim: "tenants", clockSkewSeconds: 5 });
@@ -56,11 +56,11 @@ describe("configuration", () => {
       port: 8081,
       databaseUrl: "postgres://postgres@127.0.0.1:5432/test",
       dataDir: "/var/lib/x",
-      camundaUrl: "http://localhost:8080/engine-rest",
-      zeebeAddress: "localhost:26500",
       defaultTimeZone: "America/New_York",
       logLevel: "debug",
     });
+    expect(config.camunda7?.url).to.equal("http://localhost:8080/engine-rest");
+    expect(config.zeebe?.address).to.equal("localhost:26500");
     expect(config.auth.userClaim).to.equal("preferred_username");
   });
 
@@ -91,8 +91,8 @@ describe("configuration", () => {
     expect(problemsOf({}, "worker")).to.deep.equal(["the worker needs an engine: set CAMUNDA_URL (Camunda 7), ZEEBE_ADDRESS (Zeebe) or both"]);
     const worker = loadConfig({ ZEEBE_ADDRESS: "localhost:26500" }, "worker");
     expect(worker.role).to.equal("worker");
-    expect(worker.zeebeAddress).to.equal("localhost:26500");
-    expect(loadConfig({ CAMUNDA_URL: "http://localhost:8080/engine-rest" }, "worker").camundaUrl).to.equal("http://localhost:8080/engine-rest");
+    expect(worker.zeebe?.address).to.equal("localhost:26500");
+    expect(loadConfig({ CAMUNDA_URL: "http://localhost:8080/engine-rest" }, "worker").camunda7?.url).to.equal("http://localhost:8080/engine-rest");
     // The server still needs its key, engine or not.
     expect(problemsOf({ CAMUNDA_URL: "http://localhost:8080/engine-rest" })).to.have.length(1);
   });
@@ -112,24 +112,45 @@ describe("configuration", () => {
   });
 
   it("reads the worker settings, with their defaults", () => {
-    expect(loadConfig({ JWT_SECRET: SECRET }).workers).to.deep.equal({
-      apiRequestTopic: "api-request",
-      calculateSeriesTopic: "calculate-series",
-      maxTasks: 10,
-      lockDurationMs: 30_000,
-      asyncResponseTimeoutMs: 10_000,
-      defaultRetries: 3,
-      workerId: undefined,
-    });
-    const custom = loadConfig({ JWT_SECRET: SECRET, TOPIC_API_REQUEST: "api-req", WORKER_MAX_TASKS: "4", WORKER_LOCK_DURATION_MS: "60000", CAMUNDA_WORKER_ID: "w1" }).workers;
-    expect(custom).to.include({ apiRequestTopic: "api-req", maxTasks: 4, lockDurationMs: 60_000, workerId: "w1" });
+    const engines = { JWT_SECRET: SECRET, CAMUNDA_URL: "http://localhost:8080/engine-rest", ZEEBE_ADDRESS: "localhost:26500" };
+    const defaults = loadConfig(engines);
+    // Both engines read the same worker settings, each default applied once.
+    const shared = { topics: { apiRequest: "api-request", calculateSeries: "calculate-series" }, maxTasks: 10, lockDurationMs: 30_000, defaultRetries: 3 };
+    expect(defaults.camunda7).to.deep.equal({ url: "http://localhost:8080/engine-rest", ...shared, asyncResponseTimeoutMs: 10_000, workerId: undefined });
+    expect(defaults.zeebe).to.deep.equal({ address: "localhost:26500", ...shared, tls: false, rootCertPath: undefined, oauth: undefined });
+    const custom = loadConfig({ ...engines, TOPIC_API_REQUEST: "api-req", WORKER_MAX_TASKS: "4", WORKER_LOCK_DURATION_MS: "60000", CAMUNDA_WORKER_ID: "w1" });
+    const given = { topics: { apiRequest: "api-req", calculateSeries: "calculate-series" }, maxTasks: 4, lockDurationMs: 60_000 };
+    expect(custom.camunda7).to.deep.include({ ...given, workerId: "w1" });
+    expect(custom.zeebe).to.deep.include(given);
     expect(problemsOf({ JWT_SECRET: SECRET, WORKER_MAX_TASKS: "0" })).to.deep.equal(["WORKER_MAX_TASKS: WORKER_MAX_TASKS must be between 1 and 1000"]);
+  });
+
+  it("reads the database bounds, with their defaults, and keeps the graph time-out within the statement time-out", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET }).databaseTimeouts).to.deep.equal({
+      connectMs: 5000,
+      acquireMs: 10_000,
+      statementMs: 30_000,
+      idleMs: 30_000,
+      idleInTransactionMs: 60_000,
+      keepAliveMs: 10_000,
+      probeMs: 800,
+      startupMs: 60_000,
+    });
+    const custom = loadConfig({ JWT_SECRET: SECRET, DATABASE_STATEMENT_TIMEOUT_MS: "2000", QUERY_TIMEOUT_MS: "1000", DATABASE_KEEPALIVE_MS: "0", DATABASE_STARTUP_TIMEOUT_MS: "0" }).databaseTimeouts;
+    expect(custom).to.include({ statementMs: 2000, keepAliveMs: 0, startupMs: 0 });
+    expect(problemsOf({ JWT_SECRET: SECRET, DATABASE_STATEMENT_TIMEOUT_MS: "2000" })).to.deep.equal([
+      "QUERY_TIMEOUT_MS (5000) must not be longer than DATABASE_STATEMENT_TIMEOUT_MS (2000)",
+    ]);
+    // /health answers within a second: its probe cannot wait longer.
+    expect(problemsOf({ JWT_SECRET: SECRET, DATABASE_PROBE_TIMEOUT_MS: "1000" })).to.deep.equal([
+      "DATABASE_PROBE_TIMEOUT_MS: DATABASE_PROBE_TIMEOUT_MS must be between 50 and 900",
+    ]);
   });
 
   it("reads Zeebe TLS and OAuth, and refuses OAuth settings given only in part", () => {
     const config = loadConfig({ JWT_SECRET: SECRET, ZEEBE_ADDRESS: "zeebe:26500", ZEEBE_TLS: "true", ZEEBE_CLIENT_ID: "id", ZEEBE_CLIENT_SECRET: "s", ZEEBE_OAUTH_URL: "https://login.example/oauth/token" });
-    expect(config.zeebeTls).to.equal(true);
-    expect(config.zeebeOAuth).to.deep.equal({ url: "https://login.example/oauth/token", clientId: "id", clientSecret: "s" });
+    expect(config.zeebe?.tls).to.equal(true);
+    expect(config.zeebe?.oauth).to.deep.equal({ url: "https://login.example/oauth/token", clientId: "id", clientSecret: "s" });
     expect(problemsOf({ JWT_SECRET: SECRET, ZEEBE_CLIENT_ID: "id" })).to.deep.equal([
       "ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none",
     ]);
@@ -140,13 +161,14 @@ describe("configuration", () => {
     expect(problemsOf({ ...env, CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: "30000" })).to.deep.equal([
       "CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS (30000) must be shorter than SHUTDOWN_TIMEOUT_MS (30000): a shutdown waits for the long poll in progress",
     ]);
-    expect(loadConfig({ ...env, CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: "30000", SHUTDOWN_TIMEOUT_MS: "60000" }).workers.asyncResponseTimeoutMs).to.equal(30_000);
+    expect(loadConfig({ ...env, CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: "30000", SHUTDOWN_TIMEOUT_MS: "60000" }).camunda7?.asyncResponseTimeoutMs).to.equal(30_000);
   });
 
   it("reads the CA file for the Zeebe gateway's certificate, and refuses one it cannot read", () => {
     const file = fileURLToPath(import.meta.url);
-    expect(loadConfig({ JWT_SECRET: SECRET, CAMUNDA_CUSTOM_ROOT_CERT_PATH: file }).zeebeRootCertPath).to.equal(file);
-    expect(loadConfig({ JWT_SECRET: SECRET }).zeebeRootCertPath).to.equal(undefined);
+    const zeebe = { JWT_SECRET: SECRET, ZEEBE_ADDRESS: "localhost:26500" };
+    expect(loadConfig({ ...zeebe, CAMUNDA_CUSTOM_ROOT_CERT_PATH: file }).zeebe?.rootCertPath).to.equal(file);
+    expect(loadConfig(zeebe).zeebe?.rootCertPath).to.equal(undefined);
     expect(problemsOf({ JWT_SECRET: SECRET, CAMUNDA_CUSTOM_ROOT_CERT_PATH: "/no/such/ca.pem" })).to.deep.equal(["CAMUNDA_CUSTOM_ROOT_CERT_PATH: CAMUNDA_CUSTOM_ROOT_CERT_PATH must be a readable PEM file"]);
   });
 

@@ -106,6 +106,19 @@ describe("the server process without configuration", function () {
     expect(server.lines.join("\n")).to.contain("PORT: PORT must be a whole number");
     expect(server.lines.join("\n")).to.contain("neither JWT_SECRET nor JWT_PUBLIC_KEY is set");
   });
+
+  it("exits 2 for a configuration problem from every entry point, and 1 for any other start-up failure", async () => {
+    const demo = startNode("dist/src/demo.js", { PORT: "abc", AUTH_DISABLED: "true" });
+    expect(await demo.exited).to.equal(2);
+    expect(demo.lines.join("\n")).to.contain("PORT: PORT must be a whole number");
+    const worker = startNode("dist/src/worker.js", {});
+    expect(await worker.exited).to.equal(2);
+    expect(worker.lines.join("\n")).to.contain("the worker needs an engine");
+    // A sound configuration whose embedded database cannot be made: not a configuration problem.
+    const server = startNode("dist/src/main.js", { AUTH_DISABLED: "true", DATA_DIR: "/dev/null/data", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent" });
+    expect(await server.exited).to.equal(1);
+    expect(server.lines.join("\n")).to.match(/^failed to start: /m);
+  });
 });
 
 describe("the demo command", function () {

@@ -32,6 +32,9 @@ describeEachBackend("engine-neutral tasks", (ctx) => {
     await seed();
     const typed = await apiRequest(services(), { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } }, { tenant: ctx.tenant });
     expect(Object.keys(typed)).to.deep.equal(["result"]);
+    // The agreement's one access point, as the example transform shapes it: a run answering null would fail here.
+    const [point] = (typed.result as { accessPoints: Record<string, unknown>[] }).accessPoints;
+    expect(point).to.include({ externalId: "EAN-1", accessPointType: "GAS" });
     const text = await apiRequest(
       services(),
       { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, queryParameters: '{"publicId":"AGR-1"}', resultVariable: "points" },
@@ -115,11 +118,11 @@ describe("task outcomes", () => {
     expect(taskOutcome(new TypeError("bug"))).to.include({ kind: "failure", code: "INTERNAL_ERROR" });
   });
 
-  it("counts retries down from the task's (3 by default) with an exponential back-off", () => {
-    expect([retriesAfterFailure(undefined), retriesAfterFailure(2), retriesAfterFailure(1), retriesAfterFailure(0)]).to.deep.equal([2, 1, 0, 0]);
-    expect([retryTimeoutMs(2), retryTimeoutMs(1), retryTimeoutMs(0)]).to.deep.equal([1000, 2000, 4000]);
+  it("counts retries down from the task's (the default, 3 here, when it has none) with an exponential back-off", () => {
+    expect([retriesAfterFailure(undefined, 3), retriesAfterFailure(2, 3), retriesAfterFailure(1, 3), retriesAfterFailure(0, 3)]).to.deep.equal([2, 1, 0, 0]);
+    expect([retryTimeoutMs(2, 3), retryTimeoutMs(1, 3), retryTimeoutMs(0, 3)]).to.deep.equal([1000, 2000, 4000]);
     expect(retryTimeoutMs(0, 30)).to.equal(300_000);
-    expect([nextAttempt(null), nextAttempt(2), nextAttempt(1)]).to.deep.equal([
+    expect([nextAttempt(null, 3), nextAttempt(2, 3), nextAttempt(1, 3)]).to.deep.equal([
       { retries: 2, backOffMs: 1000 },
       { retries: 1, backOffMs: 2000 },
       { retries: 0, backOffMs: 4000 },

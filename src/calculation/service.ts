@@ -323,20 +323,18 @@ function combine(values: (number | null)[], metric: ItemMetric): number | null {
   if (metric === "count") return present.length;
   if (present.length === 0) return null;
   switch (metric) {
-    case "sum":
-      return present.reduce((a, b) => a + b, 0);
     case "multiply":
       return present.reduce((a, b) => a * b, 1);
-    case "min":
-      return Math.min(...present);
-    case "max":
-      return Math.max(...present);
     case "open":
       return present[0]!;
     case "close":
       return present[present.length - 1]!;
+    case "sum":
+    case "min":
+    case "max":
+      return reduceValues(present, metric);
     default:
-      return present.reduce((a, b) => a + b, 0) / present.length;
+      return reduceValues(present, "avg");
   }
 }
 

@@ -1,10 +1,13 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import knexFactory, { type Knex } from "knex";
 import ClientPGLite from "knex-pglite";
 import { migrate } from "./migrate.js";
 import { keepStatisticsFresh } from "./statistics.js";
+import { DatabaseTimeoutError, DEFAULT_DATABASE_TIMEOUTS, READ_TIMEOUT_MARGIN_MS, type DatabaseTimeouts } from "./timeouts.js";
+import { isPassingFault } from "../errors.js";
 
 export interface DatabaseOptions {
   /** PostgreSQL connection string; absent means the embedded PostgreSQL. */
@@ -16,8 +19,10 @@ export interface DatabaseOptions {
   schema?: string;
   /** Where knex's own warnings go (a failed connection attempt, say); default: nowhere. */
   onWarning?: (message: string) => void;
-  /** statement_timeout of graph queries; default 5000 ms. */
+  /** statement_timeout of graph queries (QUERY_TIMEOUT_MS); default 5000 ms. */
   queryTimeoutMs?: number;
+  /** Connection, statement, idle and start-up bounds (PostgreSQL); default {@link DEFAULT_DATABASE_TIMEOUTS}. */
+  timeouts?: Partial<DatabaseTimeouts>;
 }
 
 /**
@@ -40,7 +45,10 @@ export interface Database {
   knex: Knex;
   graph: GraphSession;
   kind: "postgres" | "embedded";
-  /** Resolves when the database answers a trivial query. */
+  /**
+   * Resolves when the database answers a trivial query within the probe time-out; rejects with the
+   * reason otherwise. Probes in flight at once share one query, on a connection of their own (PostgreSQL).
+   */
   ping(): Promise<void>;
   /** Closes every connection (and releases the embedded database's lock). Safe to call twice. */
   close(): Promise<void>;
@@ -48,14 +56,18 @@ export interface Database {
 
 /** Opens the database named by the options and brings its schema up to date. */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const db = options.databaseUrl !== undefined ? openPostgres(options.databaseUrl, options) : await openEmbedded(options.dataDir);
+  const timeouts = { ...DEFAULT_DATABASE_TIMEOUTS, ...options.timeouts };
+  if (options.databaseUrl !== undefined) {
+    await migrateWhenReachable(options.databaseUrl, options, timeouts);
+    return openPostgres(options.databaseUrl, options, timeouts);
+  }
+  const db = await openEmbedded(options.dataDir, timeouts.probeMs);
   try {
     await migrate(db.knex);
   } catch (err) {
     await db.close();
     throw err;
   }
-  if (db.kind === "postgres") return db;
   // The embedded database has no autovacuum: statistics at start, and again after bulk writes.
   const statistics = keepStatisticsFresh(db.knex, (err) => options.onWarning?.(`ANALYZE failed: ${err instanceof Error ? err.message : String(err)}`));
   try {
@@ -80,27 +92,179 @@ function knexLog(onWarning: ((message: string) => void) | undefined): Knex.Confi
   return { warn: report, error: report, deprecate: report, debug: () => {} };
 }
 
-function openPostgres(url: string, options: DatabaseOptions): Database {
-  const pool = (connection: Knex.PgConnectionConfig | string) =>
-    knexFactory({
-      client: "pg",
-      connection,
-      searchPath: options.schema !== undefined ? [options.schema] : undefined,
-      pool: { min: 0, max: options.poolSize },
-      acquireConnectionTimeout: 10_000,
-      log: knexLog(options.onWarning),
-    });
-  const knex = pool(url);
-  const timeout = Math.max(1, Math.floor(options.queryTimeoutMs ?? 5000));
-  const graph = pool({ connectionString: url, options: `-c statement_timeout=${timeout} -c join_collapse_limit=1` });
-  return wrap(knex, "postgres", async () => graph.destroy(), { knex: graph, presetTimeoutMs: timeout });
+const requireCjs = createRequire(import.meta.url);
+interface PgConnection {
+  connection?: { stream?: { destroy(): void } };
+  __knex__disposed?: unknown;
+}
+const KnexPgClient = requireCjs("knex/lib/dialects/postgres/index.js") as new (config: Knex.Config) => {
+  _query(connection: PgConnection, obj: unknown): Promise<unknown>;
+  _acquireOnlyConnection(): Promise<PgConnection>;
+};
+
+/**
+ * knex's PostgreSQL client, with one change: a statement the server never answered (the driver's
+ * read time-out) drops its connection at once. Left in the pool, the connection would still wait
+ * for that answer, and every statement sent on it next (a transaction's ROLLBACK, another
+ * request's query) would wait behind it.
+ */
+class PostgresClient extends KnexPgClient {
+  /** The driver's connect time-out says only "timeout expired": it is named for what it is. */
+  override async _acquireOnlyConnection(): Promise<PgConnection> {
+    try {
+      return await super._acquireOnlyConnection();
+    } catch (err) {
+      if (!(err instanceof Error) || !/^timeout expired$|connection timeout/i.test(err.message)) throw err;
+      throw new DatabaseTimeoutError("the database did not complete a new connection within the connect time-out", { cause: err });
+    }
+  }
+
+  override async _query(connection: PgConnection, obj: unknown): Promise<unknown> {
+    try {
+      return await super._query(connection, obj);
+    } catch (err) {
+      if (!(err instanceof Error) || err.message !== "Query read timeout") throw err;
+      const timeout = new DatabaseTimeoutError("the database sent no answer within the statement time-out; the connection was dropped", { cause: err });
+      connection.__knex__disposed = timeout;
+      connection.connection?.stream?.destroy();
+      throw timeout;
+    }
+  }
 }
 
-async function openEmbedded(dataDir: string): Promise<Database> {
+interface PgSettings {
+  /** PostgreSQL's statement_timeout, ms; the driver's read time-out is READ_TIMEOUT_MARGIN_MS later. */
+  statementMs: number;
+  /** Further run-time parameters, as `-c name=value` options. */
+  options?: string;
+  poolSize: number;
+  acquireMs: number;
+}
+
+/** A knex pool on PostgreSQL whose connections carry every bound of {@link DatabaseTimeouts}. */
+function postgresPool(url: string, options: DatabaseOptions, timeouts: DatabaseTimeouts, settings: PgSettings): Knex {
+  const connection = {
+    connectionString: url,
+    connectionTimeoutMillis: timeouts.connectMs,
+    keepAlive: timeouts.keepAliveMs > 0,
+    keepAliveInitialDelayMillis: timeouts.keepAliveMs,
+    statement_timeout: settings.statementMs,
+    // No statement time-out (migrations): no read time-out either.
+    ...(settings.statementMs > 0 ? { query_timeout: settings.statementMs + READ_TIMEOUT_MARGIN_MS } : {}),
+    idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+    application_name: "process-task-backend",
+    ...(settings.options !== undefined ? { options: settings.options } : {}),
+  };
+  return knexFactory({
+    client: PostgresClient as unknown as typeof knexFactory.Client,
+    connection: connection as Knex.PgConnectionConfig,
+    searchPath: options.schema !== undefined ? [options.schema] : undefined,
+    pool: { min: 0, max: settings.poolSize, idleTimeoutMillis: timeouts.idleMs, createTimeoutMillis: timeouts.connectMs + READ_TIMEOUT_MARGIN_MS },
+    acquireConnectionTimeout: settings.acquireMs,
+    log: knexLog(options.onWarning),
+  });
+}
+
+function openPostgres(url: string, options: DatabaseOptions, timeouts: DatabaseTimeouts): Database {
+  const knex = postgresPool(url, options, timeouts, { statementMs: timeouts.statementMs, poolSize: options.poolSize, acquireMs: timeouts.acquireMs });
+  const timeout = Math.max(1, Math.floor(options.queryTimeoutMs ?? 5000));
+  // Graph queries: statement_timeout is the graph query time-out (QUERY_TIMEOUT_MS), answered 422.
+  const graph = postgresPool(url, options, timeouts, {
+    statementMs: timeout,
+    options: "-c join_collapse_limit=1",
+    poolSize: options.poolSize,
+    acquireMs: timeouts.acquireMs,
+  });
+  // /health and /ready probe on a connection of their own, so that they answer while the pool is
+  // exhausted and never take a connection from the requests.
+  const probe = postgresPool(url, options, { ...timeouts, connectMs: timeouts.probeMs }, { statementMs: timeouts.probeMs, poolSize: 1, acquireMs: timeouts.probeMs });
+  return wrap(knex, "postgres", async () => void (await Promise.all([graph.destroy(), probe.destroy()])), { knex: graph, presetTimeoutMs: timeout }, boundedPing(probe, timeouts.probeMs));
+}
+
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
+
+/** The message of an error, or its code where the message is empty (a refused connection to every address of a host). */
+export function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  if (err.message !== "") return err.message;
+  const code = (err as { code?: unknown }).code;
+  const inner = err instanceof AggregateError ? err.errors.map(errorText).filter((m) => m !== "") : [];
+  return inner[0] ?? (typeof code === "string" ? code : err.name);
+}
+
+/**
+ * Brings the schema up to date on a connection of its own, without the statement time-out (a
+ * migration may build an index on a large table, or wait for another process's migration).
+ * While the database cannot be reached (refused, not answering, starting up), it tries again with
+ * a doubling back-off (250 ms to 5 s) until DATABASE_STARTUP_TIMEOUT_MS has passed; then, or at
+ * once for any other failure (a wrong password, a missing database), it fails with a message that
+ * names the database and the last error.
+ */
+async function migrateWhenReachable(url: string, options: DatabaseOptions, timeouts: DatabaseTimeouts): Promise<void> {
+  const started = Date.now();
+  const where = redactUrl(url);
+  for (let attempt = 1, delay = 250; ; attempt++, delay = Math.min(delay * 2, 5000)) {
+    const knex = postgresPool(url, { ...options, onWarning: undefined }, timeouts, { statementMs: 0, poolSize: 1, acquireMs: timeouts.connectMs + READ_TIMEOUT_MARGIN_MS });
+    try {
+      await migrate(knex);
+      return;
+    } catch (err) {
+      if (!isPassingFault(err)) throw new Error(`the database ${where} failed at start: ${errorText(err)}`, { cause: err });
+      const elapsed = Date.now() - started;
+      if (elapsed + delay > timeouts.startupMs) {
+        throw new Error(
+          `the database ${where} could not be reached within ${timeouts.startupMs} ms (DATABASE_STARTUP_TIMEOUT_MS, ${attempt} attempts); last error: ${errorText(err)}`,
+          { cause: err },
+        );
+      }
+      options.onWarning?.(`the database ${where} cannot be reached (attempt ${attempt}): ${errorText(err)}; trying again in ${delay} ms`);
+      await sleep(delay);
+    } finally {
+      await knex.destroy();
+    }
+  }
+}
+
+/** A connection string without its password, fit for a log line or a message. */
+export function redactUrl(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== "") parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(unparseable)";
+  }
+}
+
+/**
+ * A ping that answers within `timeoutMs` whatever the database does. Pings asked for while one is
+ * in flight share it, so a frozen database never piles probes up.
+ */
+function boundedPing(knex: Knex, timeoutMs: number): () => Promise<void> {
+  let inFlight: Promise<void> | undefined;
+  return () => {
+    inFlight ??= (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new DatabaseTimeoutError(`the database did not answer within ${timeoutMs} ms`)), timeoutMs);
+      });
+      try {
+        await Promise.race([knex.raw("select 1"), late]);
+      } finally {
+        clearTimeout(timer);
+        inFlight = undefined;
+      }
+    })();
+    return inFlight;
+  };
+}
+
+async function openEmbedded(dataDir: string, probeMs: number): Promise<Database> {
   if (dataDir.startsWith("memory://")) {
     const pglite = await PGlite.create();
     const knex = embeddedKnex(pglite);
-    return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined, workBudget: true });
+    return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined, workBudget: true }, boundedPing(knex, probeMs));
   }
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true });
@@ -108,7 +272,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   try {
     const pglite = await PGlite.create(join(dir, "pgdata"));
     const knex = embeddedKnex(pglite);
-    return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined, workBudget: true });
+    return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined, workBudget: true }, boundedPing(knex, probeMs));
   } catch (err) {
     releaseLock();
     throw err;
@@ -140,15 +304,13 @@ function embeddedKnex(pglite: PGlite): Knex {
   });
 }
 
-function wrap(knex: Knex, kind: Database["kind"], afterClose: () => Promise<void>, graph: GraphSession): Database {
+function wrap(knex: Knex, kind: Database["kind"], afterClose: () => Promise<void>, graph: GraphSession, ping: () => Promise<void>): Database {
   let closing: Promise<void> | undefined;
   return {
     knex,
     graph,
     kind,
-    async ping() {
-      await knex.raw("select 1");
-    },
+    ping,
     close() {
       closing ??= knex.destroy().then(afterClose);
       return closing;

@@ -176,10 +176,6 @@ export class ApiDefinitions {
       return { queryOutput, result: null, problems: err.errors ?? [{ path: "transform", message: err.message }] };
     }
   }
-
-  get cachedDefinitions(): number {
-    return this.cache.size;
-  }
 }
 
 function notFound(externalId: string): ProblemError {

@@ -17,7 +17,7 @@ import { callerProblem, databaseCause, ProblemError, toProblemError, type Proble
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Services } from "../services.js";
-import type { RunningWorker } from "../../workers/camunda7/worker.js";
+import type { RunningWorker } from "../tasks/runner.js";
 import { mayActIn, type Authenticator, type Principal } from "./auth.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
@@ -279,6 +279,23 @@ function describeFastifyError(fe: FastifyError): string {
  * Answers a problem. The caller never sees SQL or a database's own message (see callerProblem):
  * those are logged here with the request id, which is all an operator needs to find them.
  */
+/** How long the rest of a body no longer wanted is read and dropped before its connection is closed. */
+const DRAIN_MS = 2000;
+
+/**
+ * A request answered before its body was read to the end (a streamed upload that failed part-way):
+ * the rest is read and dropped, so the client is not blocked on a full socket and reads the answer;
+ * if it still sends after {@link DRAIN_MS}, the connection is closed. Closing at once would reset
+ * it with unread data, and the client could lose the answer with it.
+ */
+function drainThenClose(raw: FastifyRequest["raw"]): void {
+  if (raw.complete) return;
+  const timer = setTimeout(() => raw.socket.destroy(), DRAIN_MS);
+  timer.unref();
+  raw.once("end", () => clearTimeout(timer));
+  raw.resume();
+}
+
 function sendProblem(problem: ProblemError, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {
   const cause = problem.cause instanceof Error ? problem.cause : undefined;
   const database = databaseCause(problem);
@@ -288,5 +305,7 @@ function sendProblem(problem: ProblemError, request: FastifyRequest, reply: Fast
     const error = database?.message ?? cause?.message ?? problem.message;
     logger.warn("request failed", { requestId: request.id, code: problem.code, status: problem.status, detail: problem.message, error });
   }
+  // `complete` is false only on a real connection whose body was not read to its end (an injected request has none).
+  if ((request.raw.complete as boolean | undefined) === false) reply.raw.once("finish", () => drainThenClose(request.raw));
   return reply.status(problem.status).type("application/problem+json").send(JSON.stringify(callerProblem(problem)));
 }

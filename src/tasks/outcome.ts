@@ -16,19 +16,19 @@ export function taskOutcome(err: unknown): TaskOutcome {
   return problem.isClientProblem ? { kind: "bpmnError", code: problem.code, message } : { kind: "failure", code: problem.code, message };
 }
 
-/** Retries left after a failure: the task's count (default 3 when the engine has none) minus one. */
-export function retriesAfterFailure(current: number | null | undefined, defaultRetries = 3): number {
+/** Retries left after a failure: the task's count (`defaultRetries` when the engine has none) minus one. */
+export function retriesAfterFailure(current: number | null | undefined, defaultRetries: number): number {
   return Math.max(0, (current ?? defaultRetries) - 1);
 }
 
-/** Back-off before the next try: exponential from 1 s (1, 2, 4 … s), capped at 5 minutes. */
-export function retryTimeoutMs(retriesLeft: number, total = 3): number {
+/** Back-off before the next try: exponential from 1 s (1, 2, 4 … s) as the `total` retries run out, capped at 5 minutes. */
+export function retryTimeoutMs(retriesLeft: number, total: number): number {
   const attempt = Math.max(0, total - retriesLeft - 1);
   return Math.min(300_000, 1000 * 2 ** attempt);
 }
 
 /** The next try after a failure: the retries left and the back-off before it. */
-export function nextAttempt(current: number | null | undefined, defaultRetries = 3): { retries: number; backOffMs: number } {
+export function nextAttempt(current: number | null | undefined, defaultRetries: number): { retries: number; backOffMs: number } {
   const retries = retriesAfterFailure(current, defaultRetries);
   return { retries, backOffMs: retryTimeoutMs(retries, defaultRetries) };
 }

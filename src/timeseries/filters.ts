@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
 import { DateTime } from "luxon";
-import { ProblemError } from "../errors.js";
+import { invalidRequest } from "../errors.js";
 import { INSTANT_RANGE_TEXT, instantInRange, isUuid } from "../input.js";
 
 /** Spec §2.4 `filter` (from version 1.0.24). */
@@ -30,9 +30,7 @@ const META_COLUMNS = new Map<unknown, string>([
   ["to", "meta_to"],
 ]);
 
-function invalid(message: string, path: string): ProblemError {
-  return new ProblemError("INVALID_REQUEST", message, { errors: [{ path: `queryOptions.filter.${path}`, message }] });
-}
+const invalid = (message: string, path: string) => invalidRequest(message, `queryOptions.filter.${path}`);
 
 function operatorOf(value: unknown, path: string): Operator {
   if (value === undefined) return "or";

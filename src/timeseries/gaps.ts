@@ -1,4 +1,4 @@
-import { ProblemError } from "../errors.js";
+import { invalidRequest } from "../errors.js";
 import { ALGORITHMS, interpolator, type Algorithm } from "./interpolation.js";
 
 /** One bucket of an aggregated series: its start in epoch milliseconds and its value. */
@@ -15,9 +15,7 @@ export interface GapStrategy {
 
 const HOUR_MS = 3_600_000;
 
-function invalid(message: string, path: string): ProblemError {
-  return new ProblemError("INVALID_REQUEST", message, { errors: [{ path: `queryOptions.aggregation.gapStrategy${path}`, message }] });
-}
+const invalid = (message: string, path: string) => invalidRequest(message, `queryOptions.aggregation.gapStrategy${path}`);
 
 /** Checks a gap strategy's shape and values once, at the edge. */
 export function checkGapStrategy(strategy: GapStrategy): GapStrategy {

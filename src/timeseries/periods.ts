@@ -1,5 +1,5 @@
 import { DateTime, IANAZone } from "luxon";
-import { ProblemError } from "../errors.js";
+import { invalidRequest } from "../errors.js";
 import { INSTANT_RANGE_TEXT, instantInRange } from "../input.js";
 
 export const PERIODS = [
@@ -41,14 +41,11 @@ export interface ResolvedRange {
   zone: string;
 }
 
-function invalid(message: string, path: string): ProblemError {
-  return new ProblemError("INVALID_REQUEST", message, { errors: [{ path, message }] });
-}
 
 /** Checks an IANA zone name, refusing it with a 400 that names where it came from. */
 export function checkZone(zone: unknown, path = "eventDateRange.timeZone"): string {
-  if (typeof zone !== "string") throw invalid("the time zone must be text, an IANA name such as Europe/Brussels", path);
-  if (!IANAZone.isValidZone(zone)) throw invalid(`unknown time zone "${zone}"; use an IANA name such as Europe/Brussels`, path);
+  if (typeof zone !== "string") throw invalidRequest("the time zone must be text, an IANA name such as Europe/Brussels", path);
+  if (!IANAZone.isValidZone(zone)) throw invalidRequest(`unknown time zone "${zone}"; use an IANA name such as Europe/Brussels`, path);
   return zone;
 }
 
@@ -58,15 +55,15 @@ export function checkZone(zone: unknown, path = "eventDateRange.timeZone"): stri
  * now" and "Year till now" end at `now`. `now` is passed in, taken once per request.
  */
 export function resolveEventDateRange(given: EventDateRange | null | undefined, now: Date, defaultZone: string): ResolvedRange {
-  if (given !== undefined && given !== null && (typeof given !== "object" || Array.isArray(given))) throw invalid("eventDateRange must be an object", "eventDateRange");
+  if (given !== undefined && given !== null && (typeof given !== "object" || Array.isArray(given))) throw invalidRequest("eventDateRange must be an object", "eventDateRange");
   const range = given ?? undefined;
   const zone = checkZone(range?.timeZone ?? defaultZone);
   if (range?.type !== undefined && range.type !== "timestamp") {
-    throw invalid(`eventDateRange.type "${range.type}" is not supported; the only date field is "timestamp"`, "eventDateRange.type");
+    throw invalidRequest(`eventDateRange.type "${range.type}" is not supported; the only date field is "timestamp"`, "eventDateRange.type");
   }
   const period = range?.period ?? "This week";
   if (typeof period !== "string" || !(PERIODS as readonly string[]).includes(period)) {
-    throw invalid(`unknown period "${period}"; one of: ${PERIODS.join(", ")}`, "eventDateRange.period");
+    throw invalidRequest(`unknown period "${period}"; one of: ${PERIODS.join(", ")}`, "eventDateRange.period");
   }
   const local = DateTime.fromJSDate(now, { zone });
   const span = (from: DateTime, to: DateTime): ResolvedRange => ({ from, to, zone });
@@ -99,12 +96,12 @@ export function resolveEventDateRange(given: EventDateRange | null | undefined, 
       return span(local.startOf("year"), local);
     case "Custom range": {
       if (range?.from === undefined || range.to === undefined) {
-        throw invalid("a Custom range needs both from and to", range?.from === undefined ? "eventDateRange.from" : "eventDateRange.to");
+        throw invalidRequest("a Custom range needs both from and to", range?.from === undefined ? "eventDateRange.from" : "eventDateRange.to");
       }
       const from = instant(range.from, local, "eventDateRange.from");
       const to = instant(range.to, local, "eventDateRange.to");
       if (from.toMillis() >= to.toMillis()) {
-        throw invalid(`from (${from.toUTC().toISO()}) must be before to (${to.toUTC().toISO()})`, "eventDateRange.from");
+        throw invalidRequest(`from (${from.toUTC().toISO()}) must be before to (${to.toUTC().toISO()})`, "eventDateRange.from");
       }
       return span(from, to);
     }
@@ -113,12 +110,12 @@ export function resolveEventDateRange(given: EventDateRange | null | undefined, 
 
 /** An ISO-8601 instant (UTC unless it carries an offset), `{{now}}` or `{{today}}` (local midnight). */
 function instant(text: unknown, now: DateTime, path: string): DateTime {
-  if (typeof text !== "string") throw invalid(`must be text: an ISO-8601 date-time, {{now}} or {{today}}; got ${JSON.stringify(text)}`, path);
+  if (typeof text !== "string") throw invalidRequest(`must be text: an ISO-8601 date-time, {{now}} or {{today}}; got ${JSON.stringify(text)}`, path);
   const token = text.trim();
   if (token === "{{now}}") return now;
   if (token === "{{today}}") return now.startOf("day");
   const parsed = DateTime.fromISO(token, { zone: "utc", setZone: true });
-  if (!parsed.isValid) throw invalid(`"${text}" is not an ISO-8601 date-time, {{now}} or {{today}}`, path);
-  if (!instantInRange(parsed.toMillis(), path.endsWith(".to"))) throw invalid(`"${text}" is outside the accepted dates, ${INSTANT_RANGE_TEXT}`, path);
+  if (!parsed.isValid) throw invalidRequest(`"${text}" is not an ISO-8601 date-time, {{now}} or {{today}}`, path);
+  if (!instantInRange(parsed.toMillis(), path.endsWith(".to"))) throw invalidRequest(`"${text}" is outside the accepted dates, ${INSTANT_RANGE_TEXT}`, path);
   return parsed.setZone(now.zone);
 }

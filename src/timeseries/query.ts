@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import { ProblemError } from "../errors.js";
+import { invalidRequest, ProblemError } from "../errors.js";
 import { MAX_OFFSET } from "../input.js";
 import { bucketStarts } from "./bucket-range.js";
 import { bucketStart, calendarUnit, checkInterval, fixedLengthMs, type Interval } from "./buckets.js";
@@ -41,9 +41,6 @@ export interface BucketJson {
   value: number | null;
 }
 
-function invalid(message: string, path: string): ProblemError {
-  return new ProblemError("INVALID_REQUEST", message, { errors: [{ path, message }] });
-}
 
 /** A Map, so that no name from a request reaches an object's prototype (`toString`, `constructor`) or SQL. */
 const SORT_COLUMNS = new Map<string, string>([
@@ -55,7 +52,7 @@ const SORT_COLUMNS = new Map<string, string>([
 /** An object member of the options, or nothing; anything else is a 400 naming it. */
 function member(value: unknown, path: string): Record<string, unknown> | undefined {
   if (value === undefined) return undefined;
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw invalid(`${path.replace(/^queryOptions\./, "")} must be an object`, path);
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw invalidRequest(`${path.replace(/^queryOptions\./, "")} must be an object`, path);
   return value as Record<string, unknown>;
 }
 
@@ -65,10 +62,10 @@ function pageOf(options: QueryOptions): { limit: number; offset: number } {
   const limit = pagination.limit ?? DEFAULT_LIMIT;
   const offset = pagination.offset ?? 0;
   if (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-    throw invalid(`pagination.limit must be a whole number from 1 to ${MAX_LIMIT}`, "queryOptions.pagination.limit");
+    throw invalidRequest(`pagination.limit must be a whole number from 1 to ${MAX_LIMIT}`, "queryOptions.pagination.limit");
   }
   if (typeof offset !== "number" || !Number.isInteger(offset) || offset < 0 || offset > MAX_OFFSET) {
-    throw invalid(`pagination.offset must be a whole number from 0 to ${MAX_OFFSET}`, "queryOptions.pagination.offset");
+    throw invalidRequest(`pagination.offset must be a whole number from 0 to ${MAX_OFFSET}`, "queryOptions.pagination.offset");
   }
   return { limit, offset };
 }
@@ -76,13 +73,13 @@ function pageOf(options: QueryOptions): { limit: number; offset: number } {
 /** `sorting.order` as SQL order terms; a trailing `-` means descending. Timestamp ascending by default. */
 function orderTerms(sorting: unknown): { column: string; order: "asc" | "desc" }[] {
   const order = member(sorting, "queryOptions.sorting")?.order ?? ["timestamp"];
-  if (!Array.isArray(order)) throw invalid('sorting.order must be an array of sort keys, e.g. ["timestamp-"]', "queryOptions.sorting.order");
+  if (!Array.isArray(order)) throw invalidRequest('sorting.order must be an array of sort keys, e.g. ["timestamp-"]', "queryOptions.sorting.order");
   const terms = order.map((key: unknown, i) => {
-    if (typeof key !== "string") throw invalid("a sort key is text: timestamp, value or sourceId, a trailing - for descending", `queryOptions.sorting.order[${i}]`);
+    if (typeof key !== "string") throw invalidRequest("a sort key is text: timestamp, value or sourceId, a trailing - for descending", `queryOptions.sorting.order[${i}]`);
     const descending = key.endsWith("-");
     const name = descending ? key.slice(0, -1) : key.replace(/\+$/, "");
     const column = SORT_COLUMNS.get(name);
-    if (column === undefined) throw invalid(`cannot sort by "${name}"; sort keys: timestamp, value, sourceId (a trailing - for descending)`, `queryOptions.sorting.order[${i}]`);
+    if (column === undefined) throw invalidRequest(`cannot sort by "${name}"; sort keys: timestamp, value, sourceId (a trailing - for descending)`, `queryOptions.sorting.order[${i}]`);
     return { column, order: descending ? ("desc" as const) : ("asc" as const) };
   });
   // A stable order: ties end on the event's key.
@@ -154,17 +151,17 @@ export async function queryEvents(knex: Knex, tenant: string, itemIds: string[],
 
 /** Checks every query option's shape and values without running anything (a stored definition's timelines). */
 export function checkQueryOptions(options: QueryOptions): void {
-  if (options === null || typeof options !== "object" || Array.isArray(options)) throw invalid("queryOptions must be an object", "queryOptions");
+  if (options === null || typeof options !== "object" || Array.isArray(options)) throw invalidRequest("queryOptions must be an object", "queryOptions");
   pageOf(options);
   orderTerms(options.sorting);
   filterPredicates(options.filter);
-  if (options.indexSet !== undefined && typeof options.indexSet !== "string") throw invalid("indexSet must be the id of an IndexSet", "queryOptions.indexSet");
+  if (options.indexSet !== undefined && typeof options.indexSet !== "string") throw invalidRequest("indexSet must be the id of an IndexSet", "queryOptions.indexSet");
   const aggregation = member(options.aggregation, "queryOptions.aggregation") as QueryOptions["aggregation"];
   if (aggregation !== undefined) {
     if (aggregation.metric !== undefined && !(METRICS as readonly string[]).includes(aggregation.metric)) {
-      throw invalid(`unknown aggregation.metric "${aggregation.metric}"; one of: ${METRICS.join(", ")}`, "queryOptions.aggregation.metric");
+      throw invalidRequest(`unknown aggregation.metric "${aggregation.metric}"; one of: ${METRICS.join(", ")}`, "queryOptions.aggregation.metric");
     }
-    if (aggregation.interval === undefined) throw invalid("aggregation.interval is required", "queryOptions.aggregation.interval");
+    if (aggregation.interval === undefined) throw invalidRequest("aggregation.interval is required", "queryOptions.aggregation.interval");
     checkInterval(aggregation.interval);
     if (aggregation.gapStrategy !== undefined) checkGapStrategy(aggregation.gapStrategy);
   }
@@ -217,8 +214,8 @@ export type Timeline = { kind: "each"; itemIds: string[] } | { kind: "single"; i
 export async function aggregateEvents(knex: Knex, tenant: string, timeline: Timeline, range: ResolvedRange, options: QueryOptions): Promise<Map<string, BucketJson[]>> {
   const aggregation = options.aggregation ?? {};
   const metric = aggregation.metric ?? "avg";
-  if (!(METRICS as readonly string[]).includes(metric)) throw invalid(`unknown aggregation.metric "${metric}"; one of: ${METRICS.join(", ")}`, "queryOptions.aggregation.metric");
-  if (aggregation.interval === undefined) throw invalid("aggregation.interval is required", "queryOptions.aggregation.interval");
+  if (!(METRICS as readonly string[]).includes(metric)) throw invalidRequest(`unknown aggregation.metric "${metric}"; one of: ${METRICS.join(", ")}`, "queryOptions.aggregation.metric");
+  if (aggregation.interval === undefined) throw invalidRequest("aggregation.interval is required", "queryOptions.aggregation.interval");
   const interval = checkInterval(aggregation.interval);
   const gapStrategy = aggregation.gapStrategy === undefined ? undefined : checkGapStrategy(aggregation.gapStrategy);
   const starts = bucketStarts(range.from.toMillis(), range.to.toMillis(), interval, range.zone);

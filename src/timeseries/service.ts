@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import { ProblemError, type ProblemDetail } from "../errors.js";
+import { invalidRequest, ProblemError, type ProblemDetail } from "../errors.js";
 import { isUuid } from "../input.js";
 import { resolveEventDateRange, type EventDateRange } from "./periods.js";
 import { aggregateEvents, checkQueryOptions, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
@@ -14,9 +14,6 @@ export interface SeriesRequest {
 
 export type SeriesAnswer = { events: EventJson[] } | { buckets: BucketJson[] };
 
-function invalid(message: string, path: string, status = 400): ProblemError {
-  return new ProblemError("INVALID_REQUEST", message, { status, errors: [{ path, message }] });
-}
 
 /** What is wrong with a series request, found without running it (paths as in a request body). */
 export function seriesRequestProblems(request: SeriesRequest): ProblemDetail[] {
@@ -57,12 +54,12 @@ export class TimeSeries {
 
   /** `POST /items/{itemId}/events/query`: raw events, or buckets when an aggregation is asked for. */
   async itemQuery(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer | { value: number | null }> {
-    if (!isUuid(itemId)) throw invalid("itemId must be the uuid of an Item", "itemId");
+    if (!isUuid(itemId)) throw invalidRequest("itemId must be the uuid of an Item", "itemId");
     const id = itemId.toLowerCase();
     const item = (await this.knex("entities").where({ tenant, type: "Item", id }).first("id", this.knex.raw("attributes->>'itemAction' as action"))) as
       | { id: string; action: string | null }
       | undefined;
-    if (item === undefined) throw invalid(`there is no Item ${id} in this tenant`, "itemId", 404);
+    if (item === undefined) throw invalidRequest(`there is no Item ${id} in this tenant`, "itemId", 404);
     if (item.action === "CALCULATE") return this.derived(tenant, id, request);
     return (await this.series(tenant, [id], request)).get(id)!;
   }
@@ -79,7 +76,7 @@ export class TimeSeries {
       .where({ "l.tenant": tenant, "l.from_id": itemId, "l.relation": "definedBy", "d.type": "ItemDefinition" })
       .first(this.knex.raw("d.attributes->>'calculationDefinition' as name"))) as { name: string | null } | undefined;
     if (definition?.name == null) {
-      throw invalid(`Item ${itemId} is derived (itemAction CALCULATE) but has no definedBy link to an ItemDefinition naming a calculationDefinition`, "itemId", 422);
+      throw invalidRequest(`Item ${itemId} is derived (itemAction CALCULATE) but has no definedBy link to an ItemDefinition naming a calculationDefinition`, "itemId", 422);
     }
     if (this.deriver === undefined) throw new Error("derived items are not wired");
     return this.deriver(tenant, definition.name, request);
@@ -120,17 +117,17 @@ export class TimeSeries {
     const options = request.queryOptions ?? {};
     checkQueryOptions(options);
     const queryType = request.queryType ?? (options.aggregation !== undefined ? "AGGREGATION" : "EVENTS");
-    if (!(QUERY_TYPES as readonly string[]).includes(queryType)) throw invalid(`queryType must be one of ${QUERY_TYPES.join(", ")}`, "queryType");
+    if (!(QUERY_TYPES as readonly string[]).includes(queryType)) throw invalidRequest(`queryType must be one of ${QUERY_TYPES.join(", ")}`, "queryType");
     const itemIds = (request.itemIds ?? []).map((id, i) => {
-      if (!isUuid(id)) throw invalid("must be an item uuid", `itemIds[${i}]`);
+      if (!isUuid(id)) throw invalidRequest("must be an item uuid", `itemIds[${i}]`);
       return id.toLowerCase();
     });
-    if (queryType !== "EVENTS" && options.aggregation === undefined) throw invalid(`${queryType} needs queryOptions.aggregation`, "queryOptions.aggregation");
+    if (queryType !== "EVENTS" && options.aggregation === undefined) throw invalidRequest(`${queryType} needs queryOptions.aggregation`, "queryOptions.aggregation");
 
     if (queryType === "SINGLEAGGREGATION") {
       // One timeline over the events of the index set's items; the listed items narrow it down.
       const indexSet = options.indexSet;
-      if (!isUuid(indexSet)) throw invalid("SINGLEAGGREGATION needs queryOptions.indexSet, the id of an IndexSet", "queryOptions.indexSet");
+      if (!isUuid(indexSet)) throw invalidRequest("SINGLEAGGREGATION needs queryOptions.indexSet, the id of an IndexSet", "queryOptions.indexSet");
       let members = await this.indexSetItems(tenant, indexSet.toLowerCase());
       if (itemIds.length > 0) members = members.filter((id) => itemIds.includes(id));
       const range = resolveEventDateRange(request.eventDateRange, this.clock(), this.defaultZone);
@@ -138,9 +135,9 @@ export class TimeSeries {
       return { buckets: single.get("")! };
     }
 
-    if (itemIds.length === 0) throw invalid("itemIds must name at least one item", "itemIds");
+    if (itemIds.length === 0) throw invalidRequest("itemIds must name at least one item", "itemIds");
     const missing = await this.missingItems(tenant, itemIds);
-    if (missing.length > 0) throw invalid(`there is no Item ${missing.join(", ")} in this tenant`, "itemIds");
+    if (missing.length > 0) throw invalidRequest(`there is no Item ${missing.join(", ")} in this tenant`, "itemIds");
     const series = await this.series(tenant, itemIds, { ...request, queryOptions: queryType === "EVENTS" ? { ...options, aggregation: undefined } : options });
     return { series: [...new Set(itemIds)].map((itemId) => ({ itemId, ...series.get(itemId)! })) };
   }
@@ -154,7 +151,7 @@ export class TimeSeries {
   /** Items linked to the index set (`Item -inIndexSet-> IndexSet`). */
   private async indexSetItems(tenant: string, indexSetId: string): Promise<string[]> {
     const exists = (await this.knex("entities").where({ tenant, id: indexSetId, type: "IndexSet" }).first("id")) as { id: string } | undefined;
-    if (exists === undefined) throw invalid(`there is no IndexSet ${indexSetId} in this tenant`, "queryOptions.indexSet");
+    if (exists === undefined) throw invalidRequest(`there is no IndexSet ${indexSetId} in this tenant`, "queryOptions.indexSet");
     const rows = (await this.knex("links as l")
       .join("entities as i", function () {
         this.on("i.tenant", "=", "l.tenant").andOn("i.id", "=", "l.from_id");

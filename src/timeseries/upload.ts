@@ -1,5 +1,6 @@
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
+import { CsvError, parse } from "csv-parse";
 
 /** A row of an upload that could not even be read (bad JSON, a CSV line of the wrong width). */
 export class UnreadableRow {
@@ -18,39 +19,6 @@ export async function* ndjsonRows(stream: Readable): AsyncGenerator<unknown> {
   }
 }
 
-/** Splits one CSV line (RFC 4180 quoting, no line breaks inside fields). */
-export function csvFields(line: string): string[] | undefined {
-  const fields: string[] = [];
-  let i = 0;
-  for (;;) {
-    let field = "";
-    if (line[i] === '"') {
-      i++;
-      for (;;) {
-        if (i >= line.length) return undefined;
-        if (line[i] === '"') {
-          if (line[i + 1] === '"') {
-            field += '"';
-            i += 2;
-            continue;
-          }
-          i++;
-          break;
-        }
-        field += line[i++];
-      }
-      if (i < line.length && line[i] !== ",") return undefined;
-    } else {
-      const end = line.indexOf(",", i);
-      field = end < 0 ? line.slice(i) : line.slice(i, end);
-      i = end < 0 ? line.length : end;
-    }
-    fields.push(field);
-    if (i >= line.length) return fields;
-    i++; // the comma
-  }
-}
-
 const CSV_COLUMNS = new Set(["timestamp", "value", "sourceId", "itemId", "tags", "entry", "exit", "from", "to"]);
 
 /**
@@ -58,29 +26,40 @@ const CSV_COLUMNS = new Set(["timestamp", "value", "sourceId", "itemId", "tags",
  * `itemId`, `tags` (separated by `|`), `entry`, `exit`, `from`, `to`. Empty cells are absent.
  */
 export async function* csvRows(stream: Readable): AsyncGenerator<unknown> {
+  // RFC 4180: quoted fields may hold commas, quotes (doubled) and line breaks. Rows of another
+  // width than the header are reported one by one; text that cannot be read as CSV at all (a
+  // quote left open, a quote inside an unquoted field) ends the upload there, named by its line.
+  const parser = stream.pipe(parse({ bom: true, relax_column_count: true, skip_empty_lines: true, info: true }));
   let header: string[] | undefined;
-  for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
-    if (line.trim() === "") continue;
-    const fields = csvFields(line);
-    if (header === undefined) {
-      header = fields?.map((f) => f.trim()) ?? [];
-      const unknown = header.filter((h) => !CSV_COLUMNS.has(h));
-      if (unknown.length > 0 || !header.includes("timestamp") || !header.includes("value")) {
-        yield new UnreadableRow(`the CSV header must name timestamp and value, and only columns of ${[...CSV_COLUMNS].join(", ")}; found ${header.join(",")}`);
-        return;
+  try {
+    for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+      if (record.length === 1 && record[0]!.trim() === "") continue; // a line of spaces
+      if (header === undefined) {
+        header = record.map((f) => f.trim());
+        const unknown = header.filter((h) => !CSV_COLUMNS.has(h));
+        if (unknown.length > 0 || !header.includes("timestamp") || !header.includes("value")) {
+          yield new UnreadableRow(`the CSV header must name timestamp and value, and only columns of ${[...CSV_COLUMNS].join(", ")}; found ${header.join(",")}`);
+          return;
+        }
+        continue;
       }
-      continue;
+      if (record.length !== header.length) {
+        yield new UnreadableRow(`line ${info.lines} has ${record.length} fields where the header has ${header.length}`);
+        continue;
+      }
+      const row: Record<string, unknown> = {};
+      header.forEach((name, k) => {
+        const cell = record[k]!;
+        if (cell === "") return;
+        row[name] = name === "tags" ? cell.split("|") : cell;
+      });
+      yield row;
     }
-    if (fields === undefined || fields.length !== header.length) {
-      yield new UnreadableRow(`the line has ${fields?.length ?? "unreadable"} fields where the header has ${header.length}`);
-      continue;
-    }
-    const row: Record<string, unknown> = {};
-    header.forEach((name, k) => {
-      const cell = fields[k]!;
-      if (cell === "") return;
-      row[name] = name === "tags" ? cell.split("|") : cell;
-    });
-    yield row;
+  } catch (err) {
+    if (!(err instanceof CsvError)) throw err;
+    yield new UnreadableRow(`the CSV cannot be read from line ${err.lines ?? "?"} on: ${err.message}`);
+  } finally {
+    stream.unpipe(parser);
+    parser.destroy();
   }
 }

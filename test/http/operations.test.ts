@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { createLogger } from "../../src/logger.js";
+import { camunda7Settings, zeebeSettings } from "../../src/config.js";
 import { createServices } from "../../src/services.js";
 import { startCamunda7Worker } from "../../workers/camunda7/worker.js";
 import { startZeebeWorker } from "../../workers/zeebe/worker.js";
@@ -41,8 +42,8 @@ describe("operations endpoints", function () {
     const silent = createLogger("silent");
     const services = createServices(ready.config, db);
     const workers = [
-      startCamunda7Worker(services, { baseUrl: "http://127.0.0.1:1/engine-rest", database: db.knex, asyncResponseTimeoutMs: 500 }, silent),
-      startZeebeWorker(services, { address: "127.0.0.1:1", database: db.knex }, silent),
+      startCamunda7Worker(services, camunda7Settings("http://127.0.0.1:1/engine-rest", { asyncResponseTimeoutMs: 500 }), { database: db.knex, logger: silent }),
+      startZeebeWorker(services, zeebeSettings("127.0.0.1:1"), { database: db.knex, logger: silent }),
     ];
     const down = await testServer(db, {}, workers);
     try {

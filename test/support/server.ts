@@ -6,7 +6,7 @@ import { buildServer, type App } from "../../src/http/server.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
 import { createServices } from "../../src/services.js";
-import type { RunningWorker } from "../../workers/camunda7/worker.js";
+import type { RunningWorker } from "../../src/tasks/runner.js";
 import { adminToken, TEST_JWT_SECRET } from "./tokens.js";
 
 /** Keeps every log entry in memory, so tests can read what was logged. */

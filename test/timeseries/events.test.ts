@@ -167,6 +167,28 @@ describeEachBackend("time series over REST", (ctx) => {
     ]);
   });
 
+  it("reads CSV as RFC 4180 has it: a line break, a comma and a doubled quote inside a quoted field, CRLF line ends, a byte order mark", async () => {
+    const text = `\uFEFFtimestamp,value,sourceId\r\n2024-02-01T00:00:00Z,1,"meter ""A""\r\nsecond line, still the field"\r\n\r\n2024-02-01T01:00:00Z,2,plain\r\n`;
+    const res = await post(`/items/${item}/events`, text, { "content-type": "text/csv" });
+    expect(res.json()).to.deep.equal({ stored: 2 });
+    const rows = (await ctx.db.knex("events").where({ tenant: ctx.tenant }).orderBy("ts").select("source_id", "value")) as { source_id: string; value: number }[];
+    expect(rows).to.deep.equal([
+      { source_id: 'meter "A"\r\nsecond line, still the field', value: 1 },
+      { source_id: "plain", value: 2 },
+    ]);
+  });
+
+  it("names a CSV line of the wrong width, and where text stops being CSV at all; nothing stored", async () => {
+    const wide = await post(`/items/${item}/events`, `timestamp,value\n2024-02-01T00:00:00Z,1\n2024-02-01T01:00:00Z,2,extra\n`, { "content-type": "text/csv" });
+    expect(wide.statusCode).to.equal(400);
+    expect((wide.json() as { errors: { path: string; message: string }[] }).errors).to.deep.equal([{ path: "events[1]", row: 1, message: "line 3 has 3 fields where the header has 2" }]);
+    const open = await post(`/items/${item}/events`, `timestamp,value,sourceId\n2024-02-01T00:00:00Z,1,"never closed\n2024-02-01T01:00:00Z,2,x\n`, { "content-type": "text/csv" });
+    expect(open.statusCode).to.equal(400);
+    expect((open.json() as { errors: { message: string }[] }).errors[0]?.message).to.match(/^the CSV cannot be read from line \d+ on: /);
+    const { rows } = (await ctx.db.knex.raw("select count(*)::int as n from events where tenant = ?", [ctx.tenant])) as { rows: { n: number }[] };
+    expect(rows[0]?.n).to.equal(0);
+  });
+
   it("streams NDJSON and CSV uploads in batches", async () => {
     const lines = Array.from({ length: 12_001 }, (_, i) => JSON.stringify({ timestamp: new Date(Date.UTC(2024, 0, 1) + i * 60_000).toISOString(), value: i }));
     const ndjson = await post(`/items/${item}/events`, lines.join("\n"), { "content-type": "application/x-ndjson" });

@@ -73,12 +73,10 @@ describe("transform language", () => {
   });
 
   it("stops an endless tail-recursive loop within the time limit", async () => {
-    const started = Date.now();
     const error = await failure("($loop := function($i){ $loop($i + 1) }; $loop(0))");
-    const took = Date.now() - started;
     expect(error.code).to.equal("TRANSFORM_FAILED");
+    // Stopped by the 800 ms limit, as the message says (tests assert no timings).
     expect(error.message).to.match(/longer than 800 ms|Evaluation timeout after 800 milliseconds/);
-    expect(took).to.be.within(700, 3000);
   });
 
   it("reports a run-time error of JSONata with its position", async () => {

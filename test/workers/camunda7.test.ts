@@ -1,11 +1,12 @@
 import { expect } from "chai";
-import { loadConfig } from "../../src/config.js";
+import { camunda7Settings, loadConfig, type Camunda7Settings } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
 import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
 import { createLogger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
 import { createServices, type Services } from "../../src/services.js";
-import { jsonVariables, startCamunda7Worker, type Camunda7WorkerOptions, type RunningWorker } from "../../workers/camunda7/worker.js";
+import type { RunningWorker } from "../../src/tasks/runner.js";
+import { jsonVariables, startCamunda7Worker } from "../../workers/camunda7/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
 import { Camunda7Engine } from "../support/camunda7.js";
 import { freePort, startNode } from "../support/process.js";
@@ -23,8 +24,9 @@ describe("Camunda 7 worker against a real engine", function () {
   let tenant: string;
   const workers: RunningWorker[] = [];
   const metrics = new Metrics();
-  const start = (s: Services, logs = new MemoryTransport(), options: Partial<Camunda7WorkerOptions> = {}) => {
-    const worker = startCamunda7Worker(s, { baseUrl: engine.baseUrl, database: db.knex, asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000, ...options }, createLogger("info", [logs]), metrics);
+  const start = (s: Services, logs = new MemoryTransport(), options: Partial<Camunda7Settings> = {}) => {
+    const settings = camunda7Settings(options.url ?? engine.baseUrl, { asyncResponseTimeoutMs: 1000, lockDurationMs: 20_000, ...options });
+    const worker = startCamunda7Worker(s, settings, { database: db.knex, logger: createLogger("debug", [logs]), metrics });
     workers.push(worker);
     return { worker, logs };
   };
@@ -187,10 +189,10 @@ describe("Camunda 7 worker against a real engine", function () {
   });
 
   it("on SIGTERM while idle in a long poll: runs the task that poll brings, then exits 0", async () => {
-    const server = await startServer();
+    const server = await startServer({ LOG_LEVEL: "debug" });
     try {
-      // The worker is waiting in a long poll (3 s here); a task created now is handed to that poll.
-      await new Promise((r) => setTimeout(r, 300));
+      // The worker is waiting in a long poll (3 s here) once it has logged its fetch; a task created now is handed to that poll.
+      await server.waitFor(/"message":"camunda 7 fetch"/);
       server.child.kill("SIGTERM");
       await server.waitFor(/shutting down/);
       const id = await run({ queryParameters: { publicId: "AGR-1" } });
@@ -235,15 +237,17 @@ describe("Camunda 7 worker against a real engine", function () {
   it("survives a lost engine connection: logs it once, backs off, and takes tasks again when the engine is back", async () => {
     const proxy = await TcpProxy.start(new URL(engine.baseUrl).host);
     try {
-      const { logs } = start(services, new MemoryTransport(), { baseUrl: proxy.through(engine.baseUrl) });
+      const { logs } = start(services, new MemoryTransport(), { url: proxy.through(engine.baseUrl) });
       const before = await run({ queryParameters: { publicId: "AGR-1" } });
       expect(await engine.settle(before)).to.equal("ended");
       await proxy.cut();
       // A long poll cut off on the way is still waiting at the engine for its 1 s: a task created
-      // then would be locked for a worker that never hears of it, until the lock expires.
-      await new Promise((r) => setTimeout(r, 1500));
+      // then would be locked for a worker that never hears of it, until the lock expires. Once the
+      // worker has failed three polls (0.5 s, then 1 s apart), that poll has ended.
+      await waitUntil(() => failedPolls(logs.entries) >= 3, "three failed polls");
       const during = await run({ queryParameters: { publicId: "AGR-1" } });
-      await new Promise((r) => setTimeout(r, 3000));
+      // A fourth failed poll, 2 s later: the worker keeps trying, the task waits.
+      await waitUntil(() => failedPolls(logs.entries) >= 4, "four failed polls");
       expect((await engine.call<{ state: string }>("GET", `/history/process-instance/${during}`)).state).to.equal("ACTIVE");
       expect(logs.entries.filter((e) => e.message === "camunda 7 unreachable; retrying")).to.have.length(1);
       await proxy.restore();
@@ -257,6 +261,12 @@ describe("Camunda 7 worker against a real engine", function () {
     }
   });
 });
+
+/** The failed polls of the current outage, as the worker's debug lines count them (the first failure is the warning). */
+function failedPolls(entries: Record<string, unknown>[]): number {
+  const counts = entries.filter((e) => e.message === "camunda 7 still unreachable").map((e) => Number(e.failedPolls));
+  return Math.max(entries.some((e) => e.message === "camunda 7 unreachable; retrying") ? 1 : 0, ...counts);
+}
 
 describe("Camunda 7 output variables", () => {
   it("are Json variables whatever the JSON value, serialised once (as complete() sends them)", () => {

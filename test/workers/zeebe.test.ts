@@ -3,13 +3,13 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { expect } from "chai";
 import { SignJWT } from "jose";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig, zeebeSettings } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
 import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
 import { createLogger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
 import { createServices, type Services } from "../../src/services.js";
-import type { RunningWorker } from "../../workers/camunda7/worker.js";
+import type { RunningWorker } from "../../src/tasks/runner.js";
 import { startZeebeWorker } from "../../workers/zeebe/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
 import { freePort, ROOT, startNode } from "../support/process.js";
@@ -29,7 +29,7 @@ describe("Zeebe worker against a real engine", function () {
   let tenant: string;
   const workers: RunningWorker[] = [];
   const start = (s: Services, logs = new MemoryTransport(), address = engine.address, metrics?: Metrics) => {
-    workers.push(startZeebeWorker(s, { address, database: db.knex, timeoutMs: 20_000 }, createLogger("info", [logs]), metrics));
+    workers.push(startZeebeWorker(s, zeebeSettings(address, { lockDurationMs: 20_000 }), { database: db.knex, logger: createLogger("debug", [logs]), metrics }));
     return logs;
   };
 
@@ -158,7 +158,9 @@ describe("Zeebe worker against a real engine", function () {
       expect(await engine.settle(before)).to.equal("ended");
       await proxy.cut();
       const during = await startInstance({ queryParameters: { publicId: "AGR-1" } });
-      await new Promise((r) => setTimeout(r, 4000));
+      // Three failed probes (0.5, 1 and 2 s apart): the worker keeps trying, the job waits.
+      const failedProbes = () => Math.max(0, ...logs.entries.filter((e) => e.message === "zeebe gateway still unreachable").map((e) => Number(e.failedProbes)));
+      await waitUntil(() => failedProbes() >= 3, "three failed probes");
       expect(await engine.endEvent(during)).to.equal(undefined);
       expect(logs.entries.filter((e) => e.message === "zeebe gateway unreachable; retrying")).to.have.length(1);
       await proxy.restore();

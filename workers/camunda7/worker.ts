@@ -1,191 +1,146 @@
 import { Client, Variables, type Task, type TaskService } from "camunda-external-task-client-js";
-import type { Knex } from "knex";
-import type { Logger } from "../../src/logger.js";
-import type { TaskMetrics } from "../../src/metrics.js";
+import type { Camunda7Settings } from "../../src/config.js";
+import { reconnectDelayMs } from "../../src/tasks/outcome.js";
+import { CompletionRefused, TaskRunner, type FailureReport, type RunningWorker, type TaskHandler, type TaskReporter, type WorkerDeps } from "../../src/tasks/runner.js";
+import { apiRequest, calculateSeries } from "../../src/tasks/tasks.js";
+import { WorkerState } from "../../src/tasks/worker-state.js";
 import type { Services } from "../../src/services.js";
-import { defaultWorkerId, reconnectDelayMs } from "../../src/tasks/outcome.js";
-import { describeReport, failureReport, inHandWorkerId, takeTask, UNREPORTED, type Handled, type TaskReport } from "../../src/tasks/take.js";
-import { apiRequest, calculateSeries, type OutputVariables, type TaskContext } from "../../src/tasks/tasks.js";
-
-/** Settings of the Camunda 7 external-task worker. */
-export interface Camunda7WorkerOptions {
-  /** Camunda 7 REST base, e.g. http://localhost:8080/engine-rest. */
-  baseUrl: string;
-  /** Where the tasks in hand are recorded (`tasks_in_hand`), so a task that ends the process is not run for ever. */
-  database: Knex;
-  /** Unique per process; default `<host>-<pid>-<random>`. */
-  workerId?: string;
-  /** Topic names; default `api-request` and `calculate-series`. */
-  topics?: { apiRequest?: string; calculateSeries?: string };
-  /** Most tasks in hand at once (a fetch asks for the free slots only). Default 10. */
-  maxTasks?: number;
-  /** How long a fetched task stays locked to this worker; extended while it runs. Default 30 s. */
-  lockDurationMs?: number;
-  /** Long-polling wait of one fetch. Default 10 s. */
-  asyncResponseTimeoutMs?: number;
-  /** Retries of a task that has none set yet. Default 3. */
-  defaultRetries?: number;
-}
-
-export interface RunningWorker {
-  readonly engine: "camunda7" | "zeebe";
-  readonly workerId: string;
-  /** The id its tasks in hand are recorded under (`tasks_in_hand.worker_id`), unique per process. */
-  readonly inHandId: string;
-  /** Resolves when the engine answers; rejects saying why not (the readiness check). */
-  check(): Promise<void>;
-  /** Stops fetching, lets the fetch in progress and the tasks in hand finish. */
-  stop(): Promise<void>;
-}
-
-type Handler = (services: Services, variables: Record<string, unknown>, context: TaskContext) => Promise<OutputVariables>;
 
 /**
- * Subscribes to the two topics and runs each task through the engine-neutral task functions.
- * Every task taken is always completed, or reported as a BPMN error (a 4xx problem) or as a
- * failure with decreasing retries and a growing back-off; if even the report fails, the lock
- * simply expires and the engine hands the task out again — it is never left silently locked.
- * A task is recorded in hand before it runs; one a process ended with is failed, not run (take.ts).
+ * Subscribes to the two topics and runs each task through the task runner (src/tasks/runner.ts).
+ * What is Camunda 7's alone lives here: fetching with long polling and free slots only, a lock
+ * kept while a task runs, the reports as REST calls, the back-off while the engine is unreachable.
+ * If even a report fails, the lock simply expires and the engine hands the task out again.
  */
-export function startCamunda7Worker(services: Services, options: Camunda7WorkerOptions, logger: Logger, metrics?: TaskMetrics): RunningWorker {
-  const workerId = options.workerId ?? defaultWorkerId();
-  const inHandId = inHandWorkerId(workerId, options.workerId !== undefined);
-  const lockDuration = options.lockDurationMs ?? 30_000;
-  const defaultRetries = options.defaultRetries ?? 3;
-  const take = { knex: options.database, engine: "camunda7" as const, workerId: inHandId, defaultRetries, logger };
-  const maxTasks = options.maxTasks ?? 10;
+export function startCamunda7Worker(services: Services, settings: Camunda7Settings, deps: WorkerDeps): RunningWorker {
+  const { logger } = deps;
+  const runner = new TaskRunner({
+    ...deps,
+    engine: "camunda7",
+    services,
+    workerId: settings.workerId,
+    defaultRetries: settings.defaultRetries,
+    unreportedMessage: "could not report the task's outcome; its lock will expire and the engine will hand it out again",
+  });
+  const { workerId, inHandId } = runner;
+  const { lockDurationMs, maxTasks } = settings;
   const client = new Client({
-    baseUrl: options.baseUrl,
+    baseUrl: settings.url,
     workerId,
     maxTasks,
     // maxTasks bounds the tasks in hand, not only one fetch: a fetch asks for the free slots only.
     maxParallelExecutions: maxTasks,
-    lockDuration,
-    asyncResponseTimeout: options.asyncResponseTimeoutMs ?? 10_000,
+    lockDuration: lockDurationMs,
+    asyncResponseTimeout: settings.asyncResponseTimeoutMs,
     // The next fetch follows the last at once: long polling keeps an idle worker from spinning,
     // and an unreachable engine is retried with the back-off below, not at this pace.
     interval: 20,
     autoPoll: false,
     use: () => {},
   });
-  let inFlight = 0;
-  let polling = false;
-  const idle: (() => void)[] = [];
-  const settle = () => {
-    if (inFlight === 0 && !polling) idle.splice(0).forEach((resolve) => resolve());
-  };
+  const state = new WorkerState();
   // The client announces a poll even when every slot is taken and it fetches nothing (and then
   // says nothing more): only a poll with a free slot is a fetch in progress.
-  client.on("poll:start", () => (polling = inFlight < maxTasks));
-  client.on("poll:success", () => {
-    polling = false;
-    // The fetched tasks start right after this event: settle once their handlers have counted them.
-    setImmediate(settle);
+  client.on("poll:start", () => {
+    state.pollStarted(state.inFlight < maxTasks);
+    if (state.polling) logger.debug("camunda 7 fetch", { engine: "camunda7", workerId });
   });
-  let pollErrors = 0;
-  let stopping = false;
+  client.on("poll:success", () => {
+    state.pollEnded();
+    const failedPolls = state.reachable();
+    if (failedPolls > 0) logger.info("camunda 7 reachable again", { engine: "camunda7", workerId, failedPolls });
+  });
   client.on("poll:error", (err: unknown) => {
-    polling = false;
+    state.pollEnded();
     // A lost engine connection: said once per outage, retried with an exponential back-off (0.5 s … 30 s).
-    if (pollErrors++ === 0) logger.warn("camunda 7 unreachable; retrying", { engine: "camunda7", workerId, error: err instanceof Error ? err.message : String(err) });
-    if (!stopping) {
-      client.stop();
-      setTimeout(() => {
-        if (!stopping) client.start();
-      }, reconnectDelayMs(pollErrors - 1)).unref();
-    }
-    settle();
-  });
-  client.on("poll:success", () => {
-    if (pollErrors > 0) logger.info("camunda 7 reachable again", { engine: "camunda7", workerId, failedPolls: pollErrors });
-    pollErrors = 0;
+    const error = err instanceof Error ? err.message : String(err);
+    if (state.unreachable()) logger.warn("camunda 7 unreachable; retrying", { engine: "camunda7", workerId, error });
+    else logger.debug("camunda 7 still unreachable", { engine: "camunda7", workerId, failedPolls: state.failedTries, error });
+    if (state.stopping) return;
+    client.stop();
+    void state.pause(reconnectDelayMs(state.failedTries - 1)).then(() => {
+      if (!state.stopping) client.start();
+    });
   });
 
-  const subscribe = (topic: string, handler: Handler) =>
-    client.subscribe(topic, { lockDuration }, async ({ task, taskService }: { task: Task; taskService: TaskService }) => {
-      inFlight++;
-      const started = performance.now();
-      metrics?.fetched("camunda7", topic);
-      // A task that runs long keeps its lock: extended three times per lock duration, so one slow
-      // extension round trip does not let the lock lapse.
-      // Once the outcome is being reported, an extension racing the report would only meet a task
-      // the engine has just closed (404): neither sent nor logged.
-      let reporting = false;
-      const keepLocked = setInterval(() => {
-        if (reporting) return;
-        taskService.extendLock(task, lockDuration).catch((err: unknown) => {
-          if (!reporting) logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) });
-        });
-      }, Math.max(100, lockDuration / 3));
-      const variables = task.variables.getAll() as Record<string, unknown>;
-      const tenant = (typeof variables.tenantId === "string" ? variables.tenantId : null) ?? task.tenantId ?? null;
-      const fail = (failure: TaskReport & { kind: "failure" }) =>
-        // The engine keeps at most 666 characters of the message (the details are unbounded).
-        taskService.handleFailure(task, { errorMessage: failure.message.slice(0, 600), errorDetails: failure.details, retries: failure.retries, retryTimeout: failure.backOffMs });
-      let handled: Handled | undefined;
-      let view = UNREPORTED;
-      let reported = false;
+  const subscribe = (topic: string, handler: TaskHandler) =>
+    client.subscribe(topic, { lockDuration: lockDurationMs }, async ({ task, taskService }: { task: Task; taskService: TaskService }) => {
+      state.taskStarted();
+      const lock = keepLocked(task, taskService, lockDurationMs, (err) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
       try {
-        handled = await takeTask(take, { key: task.id, topic, retries: task.retries }, () => handler(services, variables, { tenant: task.tenantId }));
-        reporting = true;
-        clearInterval(keepLocked);
-        // Exactly one report per task: complete, a BPMN error, or a failure (retried).
-        const report = handled.report;
-        view = describeReport(report);
-        if (report.kind === "bpmnError") await taskService.handleBpmnError(task, report.code, report.message);
-        else if (report.kind === "failure") await fail(report);
-        else {
-          try {
-            await taskService.complete(task, jsonVariables(report.output));
-          } catch (err) {
-            // The engine refused the completion (e.g. the model's next gateway fails on the result):
-            // a failure, counted down to an incident, rather than a task re-run at every lock expiry.
-            if (!isEngineAnswer(err)) throw err;
-            const message = `the engine refused the completion: ${err instanceof Error ? err.message : String(err)}`;
-            const refused = failureReport("COMPLETION_REFUSED", message, message, task.retries, defaultRetries);
-            view = describeReport(refused);
-            await fail(refused);
-          }
-        }
-        reported = true;
-      } catch (reportErr) {
-        view = UNREPORTED;
-        logger.error("could not report the task's outcome; its lock will expire and the engine will hand it out again", {
-          engine: "camunda7",
-          topic,
-          taskId: task.id,
-          error: reportErr instanceof Error ? reportErr.message : String(reportErr),
-        });
+        await runner.run(
+          { key: task.id, topic, retries: task.retries, variables: task.variables.getAll() as Record<string, unknown>, tenant: task.tenantId },
+          handler,
+          reporter(task, taskService, lock.release),
+        );
       } finally {
-        clearInterval(keepLocked);
-        await handled?.settle(reported);
-        inFlight--;
-        metrics?.finished("camunda7", topic, view.kind, view.code, (performance.now() - started) / 1000);
-        logger.info("task", { engine: "camunda7", topic, taskId: task.id, tenant, outcome: view.outcome, retries: task.retries ?? null, durationMs: Math.round(performance.now() - started) });
-        settle();
+        lock.release();
+        state.taskEnded();
       }
     });
 
-  subscribe(options.topics?.apiRequest ?? "api-request", apiRequest);
-  subscribe(options.topics?.calculateSeries ?? "calculate-series", calculateSeries);
+  subscribe(settings.topics.apiRequest, apiRequest);
+  subscribe(settings.topics.calculateSeries, calculateSeries);
   client.start();
-  logger.info("camunda 7 worker started", { engine: "camunda7", workerId, baseUrl: options.baseUrl });
+  logger.info("camunda 7 worker started", { engine: "camunda7", workerId, baseUrl: settings.url });
 
   return {
     engine: "camunda7",
     workerId,
     inHandId,
     async check() {
-      const res = await fetch(`${options.baseUrl}/engine`, { signal: AbortSignal.timeout(2000) });
+      const res = await fetch(`${settings.url}/engine`, { signal: AbortSignal.timeout(2000) });
       if (!res.ok) throw new Error(`Camunda 7 answered ${res.status}`);
     },
     stop() {
-      stopping = true;
+      const idle = state.stop();
       client.stop();
-      return new Promise<void>((resolve) => {
-        idle.push(resolve);
-        settle();
-      });
+      return idle;
+    },
+  };
+}
+
+/**
+ * Keeps a running task's lock: extended three times per lock duration, so one slow extension round
+ * trip does not let the lock lapse. Once the outcome is being reported (`release`), an extension
+ * racing the report would only meet a task the engine has just closed (404): neither sent nor logged.
+ */
+function keepLocked(task: Task, taskService: TaskService, lockDurationMs: number, onError: (err: unknown) => void): { release: () => void } {
+  let released = false;
+  const timer = setInterval(() => {
+    if (released) return;
+    taskService.extendLock(task, lockDurationMs).catch((err: unknown) => {
+      if (!released) onError(err);
+    });
+  }, Math.max(100, lockDurationMs / 3));
+  return {
+    release() {
+      released = true;
+      clearInterval(timer);
+    },
+  };
+}
+
+/** The reports of one task as REST calls; each first ends the lock's extension. */
+function reporter(task: Task, taskService: TaskService, releaseLock: () => void): TaskReporter {
+  return {
+    async complete(output) {
+      releaseLock();
+      try {
+        await taskService.complete(task, jsonVariables(output));
+      } catch (err) {
+        if (isEngineAnswer(err)) throw new CompletionRefused(err instanceof Error ? err.message : String(err));
+        throw err;
+      }
+    },
+    async bpmnError(code, message) {
+      releaseLock();
+      await taskService.handleBpmnError(task, code, message);
+    },
+    async fail(failure: FailureReport) {
+      releaseLock();
+      // The engine keeps at most 666 characters of the message (the details are unbounded).
+      await taskService.handleFailure(task, { errorMessage: failure.message.slice(0, 600), errorDetails: failure.details, retries: failure.retries, retryTimeout: failure.backOffMs });
     },
   };
 }

@@ -2,6 +2,23 @@ import { Type } from "typebox";
 import { ProblemError } from "../../errors.js";
 import type { App, ServerDeps } from "../server.js";
 
+/**
+ * Why the database check failed, in words that quote nothing of the database's own message (that
+ * goes to the log with the request id).
+ */
+export function databaseFaultReason(err: unknown): string {
+  const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "";
+  const message = err instanceof Error ? err.message : "";
+  if (code === "ETIMEDOUT" || code === "57014" || (err instanceof Error && err.name === "KnexTimeoutError")) return "it did not answer in time";
+  if (code === "ECONNREFUSED") return "it refused the connection";
+  if (code === "57P03") return "it is starting up or shutting down";
+  if (["57P01", "57P02", "ECONNRESET", "EPIPE"].includes(code) || code.startsWith("08") || /Connection terminated|connection is closed|Client was closed/i.test(message)) {
+    return "the connection to it was lost";
+  }
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return "its host name does not resolve";
+  return "it answered with an error (the service log names it under this request's id)";
+}
+
 export function healthRoutes(app: App, { db, metrics, workers }: ServerDeps): void {
   app.get("/metrics", {
       schema: {
@@ -38,11 +55,12 @@ export function healthRoutes(app: App, { db, metrics, workers }: ServerDeps): vo
           await check();
           checks[name] = { status: "up" };
         } catch (err) {
-          const message = err instanceof Error ? err.message : String(err);
+          const message = name === "database" ? `the database does not answer: ${databaseFaultReason(err)}` : err instanceof Error ? err.message : String(err);
           checks[name] = { status: "down", error: message };
           errors.push({ path: name, message });
         }
       };
+      // db.ping answers within DATABASE_PROBE_TIMEOUT_MS whatever the database does.
       await Promise.all([probe("database", () => db.ping()), ...workers().map((w) => probe(w.engine, () => w.check()))]);
       if (errors.length > 0) {
         throw new ProblemError("UNAVAILABLE", `not ready: ${errors.map((e) => e.path).join(", ")} down`, { errors });
@@ -67,10 +85,11 @@ export function healthRoutes(app: App, { db, metrics, workers }: ServerDeps): vo
       },
     },
     async () => {
+      // Within DATABASE_PROBE_TIMEOUT_MS (under a second) whatever the database does.
       try {
         await db.ping();
       } catch (err) {
-        throw new ProblemError("UNAVAILABLE", "the database does not answer", { cause: err });
+        throw new ProblemError("UNAVAILABLE", `the database does not answer: ${databaseFaultReason(err)}`, { cause: err });
       }
       return { status: "ok" as const, database: { kind: db.kind, status: "ok" as const } };
     },
