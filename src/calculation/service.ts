@@ -30,6 +30,13 @@ export interface CalculateRequest {
 
 export type CalculationResult = { buckets: { timestamp: string; value: number | null }[] } | { value: number | null };
 
+export interface CalculationDefinitionPage {
+  calculationDefinitions: CalculationDefinition[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
 export interface CalculationLimits {
   /** Wall-clock limit of one calculation, nested ones included (CALCULATION_TIMEOUT_MS). */
   timeoutMs: number;
@@ -127,8 +134,14 @@ export class Calculations {
     return toDefinition(row);
   }
 
-  async list(tenant: string): Promise<CalculationDefinition[]> {
-    return [...(await this.all(tenant)).values()].sort((a, b) => a.externalId.localeCompare(b.externalId));
+  /** One page by externalId, like the other lists: `{ calculationDefinitions, total, limit, offset }`. */
+  async list(tenant: string, page: { limit: number; offset: number }): Promise<CalculationDefinitionPage> {
+    const base = this.knex("calculation_definitions").where({ tenant });
+    const [rows, counted] = await Promise.all([
+      base.clone().select(COLUMNS).orderBy("external_id").limit(page.limit).offset(page.offset) as Promise<Row[]>,
+      base.clone().select(this.knex.raw("count(*)::int as total")) as Promise<{ total: number }[]>,
+    ]);
+    return { calculationDefinitions: rows.map(toDefinition), total: Number(counted[0]?.total ?? 0), limit: page.limit, offset: page.offset };
   }
 
   async replace(tenant: string, externalId: string, input: CalculationDefinitionInput): Promise<CalculationDefinition> {
