@@ -13,7 +13,7 @@ import { ENGINE_START_TIMEOUT_MS, freePort, startNode } from "../support/process
 import { MemoryTransport } from "../support/server.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
 import { TcpProxy } from "../support/proxy.js";
-import { expectCompletedWhileStopping, seedWorkerTenant, servicesWithDatabaseDown, SLOW_DEFINITION, taskLines, waitUntil } from "../support/workers.js";
+import { expectCompletedWhileStopping, LONG_DEFINITION, seedWorkerTenant, servicesWithDatabaseDown, SLOW_DEFINITION, taskLines, waitUntil } from "../support/workers.js";
 
 describe("Camunda 7 worker against a real engine", function () {
   this.timeout(180_000);
@@ -222,17 +222,18 @@ describe("Camunda 7 worker against a real engine", function () {
 
   it("keeps the lock of a task that runs longer than the lock duration: no other worker gets it", async () => {
     const patient = createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET, TRANSFORM_TIMEOUT_MS: "60000" }), db);
-    const holder = start(patient, new MemoryTransport(), { lockDurationMs: 1000 });
-    const id = await run({ apiDefinitionExternalId: SLOW_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
+    const holder = start(patient, new MemoryTransport(), { lockDurationMs: 3000 });
+    const id = await run({ apiDefinitionExternalId: LONG_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
     await waitUntil(async () => (await engine.call<{ workerId: string | null }[]>("GET", `/external-task?processInstanceId=${id}`))[0]?.workerId === holder.worker.workerId, "task locked");
-    // A second worker polls the topic while the first runs past its 1 s lock several times.
-    const other = start(patient, new MemoryTransport(), { lockDurationMs: 1000 });
-    expect(await engine.settle(id)).to.equal("ended");
+    // A second worker polls the topic while the first runs past its 3 s lock several times (an
+    // extension every second: a loaded engine answering one late still leaves the lock standing).
+    const other = start(patient, new MemoryTransport(), { lockDurationMs: 3000 });
+    expect(await engine.settle(id, 120_000)).to.equal("ended");
     await waitUntil(() => taskLines(holder.logs.entries, "completed").length > 0, "completion logged");
     expect(taskLines(holder.logs.entries, "completed")).to.have.length(1);
     expect(holder.logs.entries.filter((e) => e.level === "error" || e.message === "lock extension failed")).to.deep.equal([]);
     expect(other.logs.entries.filter((e) => e.message === "task")).to.deep.equal([]);
-    expect(Number((taskLines(holder.logs.entries, "completed")[0] as { durationMs: number }).durationMs)).to.be.greaterThan(1000);
+    expect(Number((taskLines(holder.logs.entries, "completed")[0] as { durationMs: number }).durationMs)).to.be.greaterThan(3000);
   });
 
   it("survives a lost engine connection: logs it once, backs off, and takes tasks again when the engine is back", async () => {
