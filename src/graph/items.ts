@@ -2,9 +2,13 @@ import type { Knex } from "knex";
 
 /** The graph lookups that time-series requests make about Items (spec §2.2): what they are, what they belong to. */
 
-/** An Item of the tenant and its `itemAction` attribute; undefined when there is no such Item. */
-export async function findItem(knex: Knex, tenant: string, id: string): Promise<{ id: string; action: string | null } | undefined> {
-  return (await knex("entities").where({ tenant, type: "Item", id }).first("id", knex.raw("attributes->>'itemAction' as action"))) as { id: string; action: string | null } | undefined;
+/** The `itemAction` attribute (null: none) of each of `itemIds` that is an Item of the tenant; the others are absent. */
+export async function itemActions(knex: Knex, tenant: string, itemIds: string[]): Promise<Map<string, string | null>> {
+  const rows = (await knex("entities")
+    .where({ tenant, type: "Item" })
+    .whereIn("id", itemIds)
+    .select("id", knex.raw("attributes->>'itemAction' as action"))) as { id: string; action: string | null }[];
+  return new Map(rows.map((r) => [r.id, r.action]));
 }
 
 /** The calculation definition a derived Item's `definedBy` ItemDefinition names (attribute `calculationDefinition`), if any. */
@@ -20,8 +24,7 @@ export async function definingCalculation(knex: Knex, tenant: string, itemId: st
 
 /** The ids among `itemIds` that are not Items of the tenant, in their order. */
 export async function missingItems(knex: Knex, tenant: string, itemIds: string[]): Promise<string[]> {
-  const rows = (await knex("entities").where({ tenant, type: "Item" }).whereIn("id", itemIds).select("id")) as { id: string }[];
-  const found = new Set(rows.map((r) => r.id));
+  const found = await itemActions(knex, tenant, itemIds);
   return itemIds.filter((id) => !found.has(id));
 }
 

@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
 import { invalidRequest, ProblemError, type ProblemDetail } from "../errors.js";
-import { definingCalculation, findItem, indexSetItems, missingItems } from "../graph/items.js";
+import { definingCalculation, indexSetItems, itemActions, missingItems } from "../graph/items.js";
 import { isUuid } from "../input.js";
 import { resolveEventDateRange, type EventDateRange } from "./periods.js";
 import { aggregateEvents, checkQueryOptions, lastEvents, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
@@ -56,9 +56,9 @@ export class TimeSeries {
   async itemQuery(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer | { value: number | null }> {
     if (!isUuid(itemId)) throw invalidRequest("itemId must be the uuid of an Item", "itemId");
     const id = itemId.toLowerCase();
-    const item = await findItem(this.knex, tenant, id);
-    if (item === undefined) throw invalidRequest(`there is no Item ${id} in this tenant`, "itemId", 404);
-    if (item.action === "CALCULATE") return this.derived(tenant, id, request);
+    const items = await itemActions(this.knex, tenant, [id]);
+    if (!items.has(id)) throw invalidRequest(`there is no Item ${id} in this tenant`, "itemId", 404);
+    if (items.get(id) === "CALCULATE") return this.derived(tenant, id, request);
     return (await this.series(tenant, [id], request)).get(id)!;
   }
 
