@@ -100,8 +100,9 @@ export class Calculations {
 
   /** `POST /calculation-definitions/{externalId}/calculate`. */
   async calculate(tenant: string, externalId: string, request: CalculateRequest, now = new Date()): Promise<CalculationResult> {
+    const deadline = Deadline.after(this.limits.timeoutMs, this.limits.clock);
     const definitions = await store.reachableCalculations(this.knex, tenant, [externalId]);
-    return this.run({ tenant, now, deadline: Deadline.after(this.limits.timeoutMs, this.limits.clock), definitions, chain: [] }, externalId, request);
+    return this.run({ tenant, now, deadline, definitions, chain: [] }, externalId, request);
   }
 
   private async run(run: Run, externalId: string, request: CalculateRequest): Promise<CalculationResult> {

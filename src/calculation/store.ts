@@ -56,7 +56,7 @@ export async function reachableCalculations(knex: Knex, tenant: string, external
   // UNION (not UNION ALL) drops rows already reached, so a cycle of references ends the walk.
   const { rows } = (await knex.raw(
     `with recursive reach as (
-       select ${columns} from calculation_definitions d where d.tenant = ? and d.external_id in (${externalIds.map(() => "?").join(", ")})
+       select ${columns} from calculation_definitions d where d.tenant = ? and d.external_id in (select jsonb_array_elements_text(?::jsonb))
        union
        select ${columns}
          from reach r
@@ -65,7 +65,7 @@ export async function reachableCalculations(knex: Knex, tenant: string, external
         where jsonb_typeof(s.value) = 'object' and s.value->>'type' = 'EXPRESSION' and jsonb_typeof(s.value->'expression') = 'string'
      )
      select * from reach`,
-    [tenant, ...externalIds, tenant],
+    [tenant, JSON.stringify([...new Set(externalIds)]), tenant],
   )) as { rows: Row[] };
   return new Map(rows.map((r) => [r.external_id, toDefinition(r)]));
 }
