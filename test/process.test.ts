@@ -19,7 +19,7 @@ function canConnect(port: number): Promise<boolean> {
 
 for (const backend of ["embedded", "postgres"] as const) {
   describe(`the server process [${backend}]`, function () {
-    this.timeout(60_000);
+    this.timeout(150_000);
     let dir: string;
     let server: RunningProcess | undefined;
     let port: number;
@@ -99,7 +99,7 @@ for (const backend of ["embedded", "postgres"] as const) {
 }
 
 describe("the server process without configuration", function () {
-  this.timeout(30_000);
+  this.timeout(120_000);
   it("refuses to start with a clear message and exit code 2", async () => {
     const server = startNode("dist/src/main.js", { PORT: "abc" });
     expect(await server.exited).to.equal(2);
@@ -122,7 +122,7 @@ describe("the server process without configuration", function () {
 });
 
 describe("the demo command", function () {
-  this.timeout(60_000);
+  this.timeout(150_000);
   it("starts on the embedded database with no environment, seeds demo data and prints a request that works", async () => {
     const dir = mkdtempSync(join(tmpdir(), "demo-"));
     const port = await freePort();

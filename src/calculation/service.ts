@@ -11,6 +11,7 @@ import type { StepLimits } from "./steps.js";
 import * as store from "./store.js";
 
 export type { CalculateRequest, CalculationInput, CalculationResult } from "./evaluate.js";
+export type { CalculationDefinitionPage } from "./store.js";
 
 export interface CalculationLimits {
   /** Wall-clock limit of one calculation, nested ones included (CALCULATION_TIMEOUT_MS). */
@@ -82,8 +83,9 @@ export class Calculations {
     return found;
   }
 
-  list(tenant: string): Promise<CalculationDefinition[]> {
-    return store.listCalculations(this.knex, tenant);
+  /** One page by externalId, like the other lists: `{ calculationDefinitions, total, limit, offset }`. */
+  list(tenant: string, page: { limit: number; offset: number }): Promise<store.CalculationDefinitionPage> {
+    return store.listCalculations(this.knex, tenant, page);
   }
 
   async replace(tenant: string, externalId: string, input: CalculationDefinitionInput): Promise<CalculationDefinition> {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
-import { DEFINITION_COLUMNS, definitionFields, NEXT_UPDATED_AT, NOW_MS, type DefinitionRow } from "../db/definition-rows.js";
+import { DEFINITION_COLUMNS, definitionFields, definitionPage, NEXT_UPDATED_AT, NOW_MS, type DefinitionRow } from "../db/definition-rows.js";
 import { ProblemError, isUniqueViolation } from "../errors.js";
 import type { CalculationDefinition, CalculationDefinitionInput } from "./definition.js";
 
@@ -39,10 +39,16 @@ export async function findCalculation(knex: Knex, tenant: string, externalId: st
   return row === undefined ? undefined : toDefinition(row);
 }
 
-/** Every definition of the tenant, ordered by externalId. */
-export async function listCalculations(knex: Knex, tenant: string): Promise<CalculationDefinition[]> {
-  const rows = (await knex("calculation_definitions").where({ tenant }).select(COLUMNS)) as Row[];
-  return rows.map(toDefinition).sort((a, b) => a.externalId.localeCompare(b.externalId));
+export interface CalculationDefinitionPage {
+  calculationDefinitions: CalculationDefinition[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+export async function listCalculations(knex: Knex, tenant: string, page: { limit: number; offset: number }): Promise<CalculationDefinitionPage> {
+  const { rows, total } = await definitionPage<Row>(knex("calculation_definitions").where({ tenant }), COLUMNS, page);
+  return { calculationDefinitions: rows.map(toDefinition), total, limit: page.limit, offset: page.offset };
 }
 
 /**

@@ -1,3 +1,5 @@
+import type { Knex } from "knex";
+
 /**
  * The columns API Definitions and Calculation Definitions share, and their one mapping to JSON:
  * each store adds its own columns (an API definition's query and transform, a calculation's type).
@@ -44,3 +46,12 @@ export const NOW_MS = "date_trunc('milliseconds', clock_timestamp())";
  * definitions are cached by (tenant, externalId, updatedAt), so an update must never keep the key.
  */
 export const NEXT_UPDATED_AT = "date_trunc('milliseconds', greatest(clock_timestamp(), updated_at + interval '1 millisecond'))";
+
+/** One page of a tenant's definitions by externalId, and how many there are in all. */
+export async function definitionPage<R>(base: Knex.QueryBuilder, columns: readonly string[], page: { limit: number; offset: number }): Promise<{ rows: R[]; total: number }> {
+  const [rows, counted] = await Promise.all([
+    base.clone().select(columns).orderBy("external_id").limit(page.limit).offset(page.offset) as Promise<R[]>,
+    base.clone().count({ total: "*" }) as Promise<{ total: number | string }[]>,
+  ]);
+  return { rows, total: Number(counted[0]?.total ?? 0) };
+}

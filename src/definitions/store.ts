@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
-import { DEFINITION_COLUMNS, definitionFields, NEXT_UPDATED_AT, NOW_MS, type DefinitionRow } from "../db/definition-rows.js";
+import { DEFINITION_COLUMNS, definitionFields, definitionPage, NEXT_UPDATED_AT, NOW_MS, type DefinitionRow } from "../db/definition-rows.js";
 import { ProblemError, isUniqueViolation } from "../errors.js";
 import { isEmptyTransform, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
 
@@ -70,11 +70,8 @@ export interface DefinitionPage {
 export async function listDefinitions(knex: Knex, tenant: string, options: { limit: number; offset: number; active?: boolean }): Promise<DefinitionPage> {
   const base = knex("api_definitions").where({ tenant });
   if (options.active !== undefined) base.andWhere({ active: options.active });
-  const [rows, counted] = await Promise.all([
-    base.clone().select(COLUMNS).orderBy("external_id").limit(options.limit).offset(options.offset) as Promise<Row[]>,
-    base.clone().select(knex.raw("count(*)::int as total")) as Promise<{ total: number }[]>,
-  ]);
-  return { apiDefinitions: rows.map(toDefinition), total: counted[0]?.total ?? 0, limit: options.limit, offset: options.offset };
+  const { rows, total } = await definitionPage<Row>(base, COLUMNS, options);
+  return { apiDefinitions: rows.map(toDefinition), total, limit: options.limit, offset: options.offset };
 }
 
 /** Replaces every field; the externalId may change (a rename). Undefined when there is none to replace. */

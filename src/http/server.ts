@@ -25,6 +25,7 @@ import { eventRoutes } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
 import { clientErrorHandler, frameworkProblem, MAX_PARAM_LENGTH, refuseFaultyText, refuseForeignCharset } from "./input.js";
+import { Problem } from "./schemas.js";
 import { schemaCompiler } from "./validation.js";
 
 /** Who may call a route: anyone, any holder of a valid token (and a tenant), or an admin. */
@@ -151,8 +152,11 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
       },
       components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
     },
+    // Shared schemas keep their $id as their component name (`Problem`).
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
   });
-  app.addHook("onRoute", (route) => documentAccess(route));
+  app.addSchema(Problem);
+  app.addHook("onRoute", (route) => documentRoute(route));
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   healthRoutes(app, deps);
@@ -165,37 +169,58 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   return app;
 }
 
-/** Adds the bearer scheme, the tenant header and the error answers to every protected route's description. */
-function documentAccess(route: { config?: { access?: Access }; schema?: object }): void {
-  const access = route.config?.access ?? "public";
-  if (access === "public" || route.schema === undefined) return;
+/**
+ * Completes a route's description: what its caller may leave out (a query parameter with a default),
+ * and for a protected route the bearer scheme, the required tenant header and its error answers,
+ * every one `application/problem+json` (the `Problem` component).
+ */
+function documentRoute(route: { method: string | string[]; url: string; config?: { access?: Access }; schema?: object }): void {
+  if (route.schema === undefined) return;
   const schema = route.schema as Record<string, unknown>;
-  schema.security = [{ bearerAuth: [] }];
-  const headers = (schema.headers as { type?: string; properties?: Record<string, unknown>; required?: string[] } | undefined) ?? {
-    type: "object",
-    properties: {},
-  };
-  headers.properties = { ...headers.properties, "x-tenant-id": { type: "string", description: "Tenant the request acts in" } };
-  schema.headers = headers;
+  const querystring = schema.querystring as { properties?: Record<string, { default?: unknown }>; required?: string[] } | undefined;
+  if (querystring?.required !== undefined && querystring.properties !== undefined) {
+    const properties = querystring.properties;
+    schema.querystring = { ...querystring, required: querystring.required.filter((name) => properties[name]?.default === undefined) };
+  }
+  const access = route.config?.access ?? "public";
+  const errors = errorStatuses(route, access);
+  if (access !== "public") {
+    schema.security = [{ bearerAuth: [] }];
+    const headers = (schema.headers as { type?: string; properties?: Record<string, unknown>; required?: string[] } | undefined) ?? { type: "object", properties: {} };
+    schema.headers = {
+      ...headers,
+      properties: { ...headers.properties, "x-tenant-id": { type: "string", minLength: 1, maxLength: 128, description: "Tenant the request acts in; one the token names" } },
+      required: [...new Set([...(headers.required ?? []), "x-tenant-id"])],
+    };
+  }
+  const problem = { content: { "application/problem+json": { schema: { $ref: "Problem#" } } } };
   schema.response = {
     ...(schema.response as object | undefined),
-    "4XX": problemSchema,
-    "5XX": problemSchema,
+    ...Object.fromEntries(errors.map(([status, description]) => [status, { description, ...problem }])),
   };
 }
 
-const problemSchema = {
-  description: "application/problem+json",
-  type: "object",
-  properties: {
-    type: { type: "string" },
-    title: { type: "string" },
-    status: { type: "integer" },
-    code: { type: "string" },
-    detail: { type: "string" },
-    errors: { type: "array", items: { type: "object", additionalProperties: true } },
-  },
-};
+/** The error statuses an operation can answer, by what it takes: a token, path parameters, a body. */
+function errorStatuses(route: { method: string | string[]; url: string }, access: Access): [number, string][] {
+  if (access === "public") {
+    return [
+      [400, "the request is not valid (a malformed URL, text that is not valid Unicode, a refused key)"],
+      [503, "the database or an engine does not answer, or the service is shutting down"],
+    ];
+  }
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  const hasBody = methods.some((m) => m === "POST" || m === "PUT" || m === "PATCH");
+  const statuses: [number, string][] = [
+    [400, "the request is not valid (MISSING_TENANT, INVALID_REQUEST, …)"],
+    [401, "no token, or one that is not valid"],
+    [403, "the token does not name the tenant, or lacks the admin role"],
+    [404, "a row the request names does not exist in this tenant"],
+  ];
+  if (route.url.includes(":")) statuses.push([414, "a path parameter is longer than the longest a route takes"]);
+  if (hasBody) statuses.push([409, "a conflict with a stored row (a duplicate externalId, an inactive definition)"], [413, "the body is larger than BODY_LIMIT_BYTES"], [415, "the Content-Type is not accepted"], [422, "a transform or calculation failed"]);
+  statuses.push([503, "the database is not reachable, or the service is busy or shutting down"]);
+  return statuses;
+}
 
 function readTenant(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header;

@@ -18,7 +18,9 @@ function createAjv(coerceTypes: boolean | "array"): Ajv {
 export function schemaCompiler(): FastifySchemaCompiler<unknown> {
   const strict = createAjv(false);
   const coercing = createAjv("array");
-  return ({ schema, httpPart }) => {
+  return ({ schema, httpPart, contentType }) => {
+    // A body that is not JSON (NDJSON, CSV) is a stream here: its reader checks it row by row.
+    if (httpPart === "body" && contentType !== undefined && contentType !== "application/json") return (data: unknown) => ({ value: data });
     const validate: ValidateFunction = (httpPart === "body" ? strict : coercing).compile(schema as object);
     return (data: unknown) => (validate(data) ? { value: data } : { error: Object.assign(new Error("validation failed"), { validation: validate.errors }) });
   };

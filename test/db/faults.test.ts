@@ -8,7 +8,7 @@ import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
 import { createServices } from "../../src/services.js";
 import { Camunda7Engine } from "../support/camunda7.js";
 import { TemporaryPostgres } from "../support/pg-instance.js";
-import { freePort, startNode, type RunningProcess } from "../support/process.js";
+import { ENGINE_START_TIMEOUT_MS, freePort, startNode, type RunningProcess } from "../support/process.js";
 import { adminToken, TEST_JWT_SECRET } from "../support/tokens.js";
 import { processTaskLines, seedWorkerTenant, waitUntil } from "../support/workers.js";
 
@@ -329,7 +329,8 @@ describe("database faults with a Camunda 7 worker attached, on a PostgreSQL inst
   let service: { process: RunningProcess; base: string } | undefined;
   const tenant = `camunda-fault-${randomUUID()}`;
 
-  before(async () => {
+  before(async function () {
+    this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
     [pg, engine] = await Promise.all([TemporaryPostgres.create(), Camunda7Engine.start()]);
     await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
     const db = await openDatabase({ databaseUrl: pg.url(), dataDir: "memory://", poolSize: 2 });

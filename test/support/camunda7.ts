@@ -1,7 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, ROOT } from "./process.js";
+import pg from "pg";
+import { TEST_DATABASE_URL } from "./backends.js";
+import { ENGINE_START_TIMEOUT_MS, freePort, ROOT } from "./process.js";
 
 const PROJECT = join(ROOT, "test/engines/camunda7");
 const JAR = join(PROJECT, "target/camunda7-engine.jar");
@@ -14,32 +17,76 @@ function ensureJar(): void {
   if (build.status !== 0) throw new Error(`building the Camunda 7 engine failed:\n${build.stdout}\n${build.stderr}`);
 }
 
-/** A real Camunda 7 (Spring Boot, engine-rest, Spin, H2) on a free port. */
+/** Runs one statement on the tests' PostgreSQL server (TEST_DATABASE_URL's), outside any database of the tests. */
+async function onServer(sql: string): Promise<void> {
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = "/postgres";
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A real Camunda 7 (Spring Boot, engine-rest, Spin) on a free port, on PostgreSQL as production
+ * installs run it: each start creates a database of its own on the tests' PostgreSQL server
+ * (the engine creates its tables in it), and stop() drops it.
+ */
 export class Camunda7Engine {
+  /** Milliseconds from the spawn to an engine answering its REST API. */
+  startupMs = 0;
+
   private constructor(
     readonly baseUrl: string,
+    /** The engine's own database on the tests' PostgreSQL server. */
+    readonly database: string,
     private readonly child: ChildProcess,
   ) {}
 
   static async start(): Promise<Camunda7Engine> {
     ensureJar();
     const port = await freePort();
-    const child = spawn("java", ["-Xmx512m", "-jar", JAR], { env: { ...process.env, SERVER_PORT: String(port) }, stdio: "ignore" });
-    const engine = new Camunda7Engine(`http://127.0.0.1:${port}/engine-rest`, child);
-    for (let i = 0; i < 240; i++) {
-      if (child.exitCode !== null) throw new Error(`Camunda 7 exited with ${child.exitCode}`);
-      if (await fetch(`${engine.baseUrl}/engine`).then((r) => r.ok).catch(() => false)) return engine;
+    const database = `camunda7_${process.pid}_${randomBytes(4).toString("hex")}`;
+    await onServer(`create database ${database}`);
+    const server = new URL(TEST_DATABASE_URL);
+    const child = spawn("java", ["-Xmx512m", "-jar", JAR], {
+      env: {
+        ...process.env,
+        SERVER_PORT: String(port),
+        SERVER_ADDRESS: "127.0.0.1",
+        SPRING_DATASOURCE_URL: `jdbc:postgresql://${server.hostname}:${server.port || "5432"}/${database}`,
+        SPRING_DATASOURCE_USERNAME: decodeURIComponent(server.username) || "postgres",
+        SPRING_DATASOURCE_PASSWORD: decodeURIComponent(server.password),
+      },
+      stdio: "ignore",
+    });
+    const began = performance.now();
+    const engine = new Camunda7Engine(`http://127.0.0.1:${port}/engine-rest`, database, child);
+    const deadline = Date.now() + ENGINE_START_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) break;
+      if (await fetch(`${engine.baseUrl}/engine`).then((r) => r.ok).catch(() => false)) {
+        engine.startupMs = performance.now() - began;
+        return engine;
+      }
       await new Promise((r) => setTimeout(r, 500));
     }
-    child.kill("SIGKILL");
-    throw new Error("Camunda 7 did not become ready in 120 s");
+    const exitCode = child.exitCode;
+    await engine.stop();
+    throw new Error(exitCode !== null ? `Camunda 7 exited with ${exitCode}` : `Camunda 7 did not become ready in ${ENGINE_START_TIMEOUT_MS} ms`);
   }
 
+  /** Stops the engine and drops its database. */
   async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise((resolve) => this.child.once("exit", resolve));
-    this.child.kill("SIGTERM");
-    await exited;
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise((resolve) => this.child.once("exit", resolve));
+      this.child.kill("SIGTERM");
+      await exited;
+    }
+    await onServer(`drop database if exists ${this.database} with (force)`);
   }
 
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {

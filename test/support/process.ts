@@ -4,6 +4,12 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
+/**
+ * How long an engine may take to start: a cold Zeebe broker took up to 171 s here while other work
+ * loaded both cores. The suites' before hooks that start one allow this and a minute more.
+ */
+export const ENGINE_START_TIMEOUT_MS = 300_000;
+
 /** A port nobody listens on right now. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -35,7 +41,7 @@ export class RunningProcess {
   }
 
   /** Resolves with the first line (past or future) that matches, or rejects after the timeout. */
-  waitFor(pattern: RegExp, timeoutMs = 30_000): Promise<string> {
+  waitFor(pattern: RegExp, timeoutMs = 90_000): Promise<string> {
     const seen = this.lines.find((l) => pattern.test(l));
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
@@ -59,4 +65,16 @@ export class RunningProcess {
 export function startNode(script: string, env: Record<string, string>, args: string[] = []): RunningProcess {
   const child = spawn(process.execPath, [script, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? "", ...env } });
   return new RunningProcess(child);
+}
+
+const atRunEnd: (() => Promise<void>)[] = [];
+
+/** Registers a stop to run once after every suite (engines shared by several test files). */
+export function onRunEnd(stop: () => Promise<void>): void {
+  atRunEnd.push(stop);
+}
+
+/** Runs the stops registered with onRunEnd (the root hook's afterAll). */
+export async function runEndStops(): Promise<void> {
+  await Promise.all(atRunEnd.splice(0).map((stop) => stop()));
 }

@@ -5,7 +5,7 @@ import type { Database } from "../../src/db/database.js";
 import { createServices } from "../../src/services.js";
 import { backend, randomTenant } from "../support/backends.js";
 import { Camunda7Engine } from "../support/camunda7.js";
-import type { RunningProcess } from "../support/process.js";
+import { ENGINE_START_TIMEOUT_MS, type RunningProcess } from "../support/process.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
 import { inHandRow, LONG_DEFINITION, processTaskLines, seedWorkerTenant, startWorkerProcess, waitUntil } from "../support/workers.js";
 
@@ -22,7 +22,8 @@ describe("Camunda 7 worker processes that end with a task in hand", function () 
     return started;
   };
 
-  before(async () => {
+  before(async function () {
+    this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
     engine = await Camunda7Engine.start();
     await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
     db = await backend("postgres");

@@ -9,7 +9,7 @@ import type { RunningWorker } from "../../src/tasks/runner.js";
 import { jsonVariables, startCamunda7Worker } from "../../workers/camunda7/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
 import { Camunda7Engine } from "../support/camunda7.js";
-import { freePort, startNode } from "../support/process.js";
+import { ENGINE_START_TIMEOUT_MS, freePort, startNode } from "../support/process.js";
 import { MemoryTransport } from "../support/server.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
 import { TcpProxy } from "../support/proxy.js";
@@ -34,7 +34,8 @@ describe("Camunda 7 worker against a real engine", function () {
     await Promise.all(workers.splice(0).map((w) => w.stop()));
   };
 
-  before(async () => {
+  before(async function () {
+    this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
     engine = await Camunda7Engine.start();
     await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
     await engine.deploy("bpmn/camunda7/calculate-series-example.bpmn");

@@ -12,7 +12,7 @@ import { createServices, type Services } from "../../src/services.js";
 import type { RunningWorker } from "../../src/tasks/runner.js";
 import { startZeebeWorker } from "../../workers/zeebe/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
-import { freePort, ROOT, startNode } from "../support/process.js";
+import { ENGINE_START_TIMEOUT_MS, freePort, ROOT, startNode } from "../support/process.js";
 import { TcpProxy } from "../support/proxy.js";
 import { selfSignedCertificate } from "../support/tls.js";
 import { MemoryTransport } from "../support/server.js";
@@ -20,7 +20,7 @@ import { TEST_JWT_SECRET } from "../support/tokens.js";
 import { expectCompletedWhileStopping, seedWorkerTenant, servicesWithDatabaseDown, SLOW_DEFINITION, taskLines, waitUntil } from "../support/workers.js";
 import { ZeebeEngine } from "../support/zeebe.js";
 
-describe("Zeebe worker against a real engine", function () {
+describe("Zeebe worker against a real broker", function () {
   this.timeout(180_000);
   const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET });
   let engine: ZeebeEngine;
@@ -33,12 +33,14 @@ describe("Zeebe worker against a real engine", function () {
     return logs;
   };
 
-  before(async () => {
-    engine = await ZeebeEngine.start();
+  before(async function () {
+    this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
+    engine = await ZeebeEngine.shared();
     await engine.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/api-request-example.bpmn") });
     await engine.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/calculate-series-example.bpmn") });
     db = await backend("postgres");
-    // A fresh test engine numbers its jobs from the same start: rows an interrupted run left would match new jobs.
+    // A fresh broker numbers its jobs from the same start: rows an interrupted run left would match new jobs
+    // (no worker runs between the test files that share the broker).
     await db.knex("tasks_in_hand").where({ engine: "zeebe" }).del();
     services = createServices(config, db);
     tenant = randomTenant();
@@ -46,9 +48,6 @@ describe("Zeebe worker against a real engine", function () {
   });
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.stop()));
-  });
-  after(async () => {
-    await engine?.stop();
   });
 
   const variablesOf = (extra: Record<string, unknown>) => ({ apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, ...extra });
@@ -91,13 +90,7 @@ describe("Zeebe worker against a real engine", function () {
     const logs = start(broken.services, new MemoryTransport(), engine.address, metrics);
     const key = await startInstance({ queryParameters: { publicId: "AGR-1" } });
     const failures = async () => (await engine.records("JOB")).filter((r) => r.intent === "FAILED" && String(r.value.processInstanceKey) === String(key));
-    // Back-offs run on the engine's clock, and the test engine's back-off check now and then
-    // misses one (seen: a job never recurring after its 2 s); the clock is moved past each
-    // back-off as it is recorded, as zeebe-process-test has tests do for timers.
-    for (let n = 1; n <= 2; n++) {
-      await waitUntil(async () => (await failures()).length >= n, `failure ${n} recorded`);
-      await engine.addTime(Number((await failures())[n - 1]?.value.retryBackoff));
-    }
+    // The back-offs (1 s, then 2 s) run on the broker's wall clock before the job recurs.
     expect(await engine.settle(key, 30_000)).to.equal("incident");
     // The job came with 3, 2 and 1 retries; at 0 the engine raised the incident.
     expect(taskLines(logs.entries, "failure UNAVAILABLE").map((e) => e.retries)).to.deep.equal([3, 2, 1]);

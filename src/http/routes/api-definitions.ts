@@ -3,8 +3,8 @@ import type { ApiDefinitionInput } from "../../definitions/api-definition.js";
 import { EXTERNAL_ID_MAX_LENGTH } from "../../input.js";
 import { apiRequest } from "../../tasks/tasks.js";
 import { requireTenant } from "../request.js";
+import { ExternalId, NoContent, PageFields, PageQuery } from "../schemas.js";
 import type { App, ServerDeps } from "../server.js";
-import { ExternalId, Offset } from "../schemas.js";
 
 const DefinitionBody = Type.Object(
   {
@@ -71,7 +71,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
 
   app.post(
     "/api-definitions",
-    { config: admin, schema: { summary: "Create an API definition (validated: every problem listed)", tags, body: DefinitionBody, response: { 201: Definition } } },
+    { config: admin, schema: { operationId: "createApiDefinition", summary: "Create an API definition (validated: every problem listed)", tags, body: DefinitionBody, response: { 201: Definition } } },
     async (request, reply) => reply.status(201).send(await definitions.create(requireTenant(request), asInput(request.body))),
   );
 
@@ -80,17 +80,14 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
     {
       config: admin,
       schema: {
+        operationId: "listApiDefinitions",
         summary: "List API definitions by externalId",
         tags,
         querystring: Type.Object(
-          {
-            limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
-            offset: Offset,
-            active: Type.Optional(Type.Boolean()),
-          },
+          { ...PageQuery, active: Type.Optional(Type.Boolean()) },
           { additionalProperties: false },
         ),
-        response: { 200: Type.Object({ apiDefinitions: Type.Array(Definition), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }) },
+        response: { 200: Type.Object({ apiDefinitions: Type.Array(Definition), ...PageFields }) },
       },
     },
     async (request) => definitions.list(requireTenant(request), request.query),
@@ -98,13 +95,13 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
 
   app.get(
     "/api-definitions/:externalId",
-    { config: admin, schema: { summary: "Read an API definition", tags, params: Params, response: { 200: Definition } } },
+    { config: admin, schema: { operationId: "getApiDefinition", summary: "Read an API definition", tags, params: Params, response: { 200: Definition } } },
     async (request) => definitions.get(requireTenant(request), request.params.externalId),
   );
 
   app.put(
     "/api-definitions/:externalId",
-    { config: admin, schema: { summary: "Replace an API definition (the body's externalId may rename it)", tags, params: Params, body: DefinitionBody, response: { 200: Definition } } },
+    { config: admin, schema: { operationId: "replaceApiDefinition", summary: "Replace an API definition (the body's externalId may rename it)", tags, params: Params, body: DefinitionBody, response: { 200: Definition } } },
     async (request) => definitions.replace(requireTenant(request), request.params.externalId, asInput(request.body)),
   );
 
@@ -113,6 +110,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
     {
       config: admin,
       schema: {
+        operationId: "setApiDefinitionActive",
         summary: "Activate or deactivate an API definition",
         tags,
         params: Params,
@@ -125,10 +123,10 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
 
   app.delete(
     "/api-definitions/:externalId",
-    { config: admin, schema: { summary: "Delete an API definition", tags, params: Params } },
+    { config: admin, schema: { operationId: "deleteApiDefinition", summary: "Delete an API definition", tags, params: Params, response: { 204: NoContent } } },
     async (request, reply) => {
       await definitions.delete(requireTenant(request), request.params.externalId);
-      return reply.status(204).send();
+      return reply.status(204).send(null);
     },
   );
 
@@ -137,6 +135,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
     {
       config: admin,
       schema: {
+        operationId: "testApiDefinition",
         summary: "Run an unsaved definition: the query output, the transform's result and the definition's problems",
         tags,
         body: Type.Object(
@@ -164,6 +163,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
     {
       config: { access: "user" },
       schema: {
+        operationId: "requestApi",
         summary: "Request an API definition by externalId; the answer is exactly the transform's result",
         tags: ["tasks"],
         params: Type.Object({ segment: Type.String({ pattern: "^[a-z0-9-]+$", maxLength: 100 }) }),

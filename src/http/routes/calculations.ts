@@ -1,9 +1,9 @@
 import { Type } from "typebox";
-import type { CalculationDefinitionInput } from "../../calculation/definition.js";
+import type { CalculationData, CalculationDefinitionInput } from "../../calculation/definition.js";
 import type { CalculateRequest } from "../../calculation/service.js";
 import { requireTenant } from "../request.js";
+import { Bucket, ExternalId, NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
 import type { App, ServerDeps } from "../server.js";
-import { ExternalId, Uuid } from "../schemas.js";
 
 const Body = Type.Object(
   {
@@ -16,33 +16,71 @@ const Body = Type.Object(
   { additionalProperties: false },
 );
 const Params = Type.Object({ externalId: ExternalId });
+const Definition = Type.Object(
+  {
+    id: Type.String({ format: "uuid" }),
+    name: Type.String(),
+    externalId: Type.String(),
+    calculationType: Type.String(),
+    active: Type.Boolean(),
+    data: Type.Unsafe<CalculationData>(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.2 data block" })),
+    createdAt: Type.String({ format: "date-time" }),
+    updatedAt: Type.String({ format: "date-time" }),
+  },
+  { additionalProperties: false },
+);
+/** `{ buckets }` for a TIMESERIES result, `{ value }` for VALUE and STATE-EXPRESSION. */
+const Result = Type.Union([Type.Object({ buckets: Type.Array(Bucket) }, { additionalProperties: false }), Type.Object({ value: Type.Union([Type.Number(), Type.Null()]) }, { additionalProperties: false })]);
 
 export function calculationRoutes(app: App, { services }: ServerDeps): void {
   const calculations = services.calculations;
   const admin = { access: "admin" as const };
   const tags = ["calculation definitions"];
 
-  app.post("/calculation-definitions", { config: admin, schema: { summary: "Create a calculation definition (every problem listed)", tags, body: Body } }, async (request, reply) =>
+  app.post(
+    "/calculation-definitions",
+    { config: admin, schema: { operationId: "createCalculationDefinition", summary: "Create a calculation definition (every problem listed)", tags, body: Body, response: { 201: Definition } } },
+    async (request, reply) =>
     reply.status(201).send(await calculations.create(requireTenant(request), request.body as unknown as CalculationDefinitionInput)),
   );
-  app.get("/calculation-definitions", { config: admin, schema: { summary: "List calculation definitions", tags } }, async (request) => ({
-    calculationDefinitions: await calculations.list(requireTenant(request)),
-  }));
-  app.get("/calculation-definitions/:externalId", { config: admin, schema: { summary: "Read a calculation definition", tags, params: Params } }, async (request) =>
-    calculations.get(requireTenant(request), request.params.externalId),
+  app.get(
+    "/calculation-definitions",
+    {
+      config: admin,
+      schema: {
+        operationId: "listCalculationDefinitions",
+        summary: "List calculation definitions by externalId",
+        tags,
+        querystring: Type.Object(PageQuery, { additionalProperties: false }),
+        response: { 200: Type.Object({ calculationDefinitions: Type.Array(Definition), ...PageFields }) },
+      },
+    },
+    async (request) => calculations.list(requireTenant(request), request.query),
   );
-  app.put("/calculation-definitions/:externalId", { config: admin, schema: { summary: "Replace a calculation definition", tags, params: Params, body: Body } }, async (request) =>
-    calculations.replace(requireTenant(request), request.params.externalId, request.body as unknown as CalculationDefinitionInput),
+  app.get(
+    "/calculation-definitions/:externalId",
+    { config: admin, schema: { operationId: "getCalculationDefinition", summary: "Read a calculation definition", tags, params: Params, response: { 200: Definition } } },
+    async (request) => calculations.get(requireTenant(request), request.params.externalId),
   );
-  app.delete("/calculation-definitions/:externalId", { config: admin, schema: { summary: "Delete a calculation definition", tags, params: Params } }, async (request, reply) => {
-    await calculations.delete(requireTenant(request), request.params.externalId);
-    return reply.status(204).send();
-  });
+  app.put(
+    "/calculation-definitions/:externalId",
+    { config: admin, schema: { operationId: "replaceCalculationDefinition", summary: "Replace a calculation definition", tags, params: Params, body: Body, response: { 200: Definition } } },
+    async (request) => calculations.replace(requireTenant(request), request.params.externalId, request.body as unknown as CalculationDefinitionInput),
+  );
+  app.delete(
+    "/calculation-definitions/:externalId",
+    { config: admin, schema: { operationId: "deleteCalculationDefinition", summary: "Delete a calculation definition", tags, params: Params, response: { 204: NoContent } } },
+    async (request, reply) => {
+      await calculations.delete(requireTenant(request), request.params.externalId);
+      return reply.status(204).send(null);
+    },
+  );
   app.post(
     "/calculation-definitions/:externalId/calculate",
     {
       config: admin,
       schema: {
+        operationId: "calculate",
         summary: "Calculate: { buckets } for TIMESERIES, { value } for VALUE and STATE-EXPRESSION",
         tags,
         params: Params,
@@ -54,6 +92,7 @@ export function calculationRoutes(app: App, { services }: ServerDeps): void {
           },
           { additionalProperties: false },
         ),
+        response: { 200: Result },
       },
     },
     async (request) => calculations.calculate(requireTenant(request), request.params.externalId, request.body as CalculateRequest),

@@ -6,7 +6,7 @@ import type { QueryType, SeriesRequest } from "../../timeseries/service.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../server.js";
-import { Uuid } from "../schemas.js";
+import { Bucket, Uuid } from "../schemas.js";
 
 const NDJSON = "application/x-ndjson";
 const CSV = "text/csv";
@@ -32,13 +32,42 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
     rejectedTotal: Type.Optional(Type.Integer()),
   });
   const Partial = Type.Object({ partial: Type.Boolean({ default: false, description: "store the good rows and report the bad ones" }) }, { additionalProperties: false });
+  // JSON is checked as a whole; NDJSON and CSV are streams, checked row by row as they are read.
+  const UploadBody = {
+    content: {
+      "application/json": {
+        schema: Type.Object(
+          {
+            events: Type.Array(
+              Type.Unknown({ description: "an event: timestamp, value, sourceId?, tags?, keyValues?, …, and itemId on POST /events; a bad one is listed by row" }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+      },
+      [NDJSON]: { schema: Type.String({ description: "one JSON event per line" }) },
+      [CSV]: { schema: Type.String({ description: "a header line naming the fields, then one event per line" }) },
+    },
+  };
   const uploadDescription =
     'Body: { "events": [event] } as JSON, or one event per line as application/x-ndjson, or text/csv with a header line. ' +
     "One bad row stores nothing (all listed) unless ?partial=true.";
 
   app.post(
     "/items/:itemId/events",
-    { config: admin, schema: { summary: "Ingest events of one item", description: uploadDescription, tags, params: Type.Object({ itemId: Uuid }), querystring: Partial, response: { 200: Stored } } },
+    {
+      config: admin,
+      schema: {
+        operationId: "ingestItemEvents",
+        summary: "Ingest events of one item",
+        description: uploadDescription,
+        tags,
+        params: Type.Object({ itemId: Uuid }),
+        querystring: Partial,
+        body: UploadBody,
+        response: { 200: Stored },
+      },
+    },
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
       const result = await ingestEvents(db.knex, requireTenant(request), rows, { itemId: request.params.itemId.toLowerCase(), partial: request.query.partial, numericStrings });
@@ -48,7 +77,10 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
 
   app.post(
     "/events",
-    { config: admin, schema: { summary: "Ingest events of many items; each event names its itemId", description: uploadDescription, tags, querystring: Partial, response: { 200: Stored } } },
+    {
+      config: admin,
+      schema: { operationId: "ingestEvents", summary: "Ingest events of many items; each event names its itemId", description: uploadDescription, tags, querystring: Partial, body: UploadBody, response: { 200: Stored } },
+    },
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
       const result = await ingestEvents(db.knex, requireTenant(request), rows, { partial: request.query.partial, numericStrings });
@@ -56,6 +88,12 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
     },
   );
 
+  const Event = Type.Object(
+    { timestamp: Type.String({ format: "date-time" }), value: Type.Number() },
+    { additionalProperties: true, description: "an event: timestamp and value, with sourceId, tags, keyValues, … when stored" },
+  );
+  const Events = Type.Object({ events: Type.Array(Event) }, { additionalProperties: false });
+  const Buckets = Type.Object({ buckets: Type.Array(Bucket) }, { additionalProperties: false });
   const SeriesBody = {
     eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.3" })),
     queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.4" })),
@@ -65,10 +103,13 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
     {
       config: admin,
       schema: {
+        operationId: "queryItemEvents",
         summary: "Events of one item in a date range: raw, or aggregated into buckets when queryOptions.aggregation is given",
         tags,
         params: Type.Object({ itemId: Uuid }),
         body: Type.Object(SeriesBody, { additionalProperties: false }),
+        // A derived item (a calculation of VALUE type behind it) answers { value }.
+        response: { 200: Type.Union([Events, Buckets, Type.Object({ value: Type.Union([Type.Number(), Type.Null()]) }, { additionalProperties: false })]) },
       },
     },
     async (request) => services.timeSeries.itemQuery(requireTenant(request), request.params.itemId, request.body as SeriesRequest),
@@ -79,12 +120,29 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
     {
       config: admin,
       schema: {
+        operationId: "queryTimeline",
         summary: "One series per item (raw or aggregated), or with queryType SINGLEAGGREGATION one timeline over an index set's items",
         tags,
         body: Type.Object(
           { itemIds: Type.Optional(Type.Array(Type.String(), { maxItems: 10_000 })), queryType: Type.Optional(Type.String()), ...SeriesBody },
           { additionalProperties: false },
         ),
+        response: {
+          200: Type.Union([
+            Type.Object(
+              {
+                series: Type.Array(
+                  Type.Union([
+                    Type.Object({ itemId: Type.String(), events: Type.Array(Event) }, { additionalProperties: false }),
+                    Type.Object({ itemId: Type.String(), buckets: Type.Array(Bucket) }, { additionalProperties: false }),
+                  ]),
+                ),
+              },
+              { additionalProperties: false },
+            ),
+            Buckets,
+          ]),
+        },
       },
     },
     async (request) => services.timeSeries.timelineQuery(requireTenant(request), request.body as SeriesRequest & { itemIds?: string[]; queryType?: QueryType }),

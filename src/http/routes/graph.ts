@@ -4,7 +4,7 @@ import { deleteEntity, getEntity, listEntities, upsertEntities } from "../../gra
 import { createLinks } from "../../graph/links.js";
 import type { App, ServerDeps } from "../server.js";
 import { requireTenant } from "../request.js";
-import { Offset, Uuid } from "../schemas.js";
+import { NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
 
 const MAX_BATCH = 10_000;
 const Name = Type.String({ minLength: 1, maxLength: 200 });
@@ -24,6 +24,7 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
     {
       config: { access: "admin" },
       schema: {
+        operationId: "upsertEntities",
         summary: "Insert or update entities by (type, key); all or nothing",
         tags: ["graph"],
         body: Type.Object(
@@ -54,6 +55,7 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
     {
       config: { access: "admin" },
       schema: {
+        operationId: "createLinks",
         summary: "Create directed links between existing entities; all or nothing",
         tags: ["graph"],
         body: Type.Object(
@@ -75,18 +77,15 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
     {
       config: { access: "admin" },
       schema: {
+        operationId: "listEntities",
         summary: "List entities, optionally of one type, ordered by type and key",
         tags: ["graph"],
         querystring: Type.Object(
-          {
-            type: Type.Optional(Name),
-            limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
-            offset: Offset,
-          },
+          { type: Type.Optional(Name), ...PageQuery },
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ entities: Type.Array(Entity), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }),
+          200: Type.Object({ entities: Type.Array(Entity), ...PageFields }),
         },
       },
     },
@@ -97,7 +96,7 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
     "/graph/entities/:id",
     {
       config: { access: "admin" },
-      schema: { summary: "Read one entity", tags: ["graph"], params: Type.Object({ id: Uuid }), response: { 200: Entity } },
+      schema: { operationId: "getEntity", summary: "Read one entity", tags: ["graph"], params: Type.Object({ id: Uuid }), response: { 200: Entity } },
     },
     async (request) => {
       const entity = await getEntity(db.knex, requireTenant(request), request.params.id);
@@ -110,11 +109,11 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
     "/graph/entities/:id",
     {
       config: { access: "admin" },
-      schema: { summary: "Delete an entity with its links (and an Item's events)", tags: ["graph"], params: Type.Object({ id: Uuid }) },
+      schema: { operationId: "deleteEntity", summary: "Delete an entity with its links (and an Item's events)", tags: ["graph"], params: Type.Object({ id: Uuid }), response: { 204: NoContent } },
     },
     async (request, reply) => {
       if (!(await deleteEntity(db.knex, requireTenant(request), request.params.id))) throw entityNotFound(request.params.id);
-      return reply.status(204).send();
+      return reply.status(204).send(null);
     },
   );
 }

@@ -20,13 +20,33 @@ export function databaseFaultReason(err: unknown): string {
 }
 
 export function healthRoutes(app: App, { db, metrics, workers }: ServerDeps): void {
-  app.get("/metrics", { schema: { summary: "Prometheus metrics: tasks per topic and engine, REST requests, the process", tags: ["operations"] } }, async (_request, reply) =>
+  app.get("/metrics", {
+      schema: {
+        operationId: "getMetrics",
+        summary: "Prometheus metrics: tasks per topic and engine, REST requests, the process",
+        tags: ["operations"],
+        produces: ["text/plain"],
+        response: { 200: { description: "Prometheus text exposition format", content: { "text/plain": { schema: Type.String() } } } },
+      },
+    }, async (_request, reply) =>
     reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
 
   app.get(
     "/ready",
-    { schema: { summary: "Readiness: the database and each configured engine connection", tags: ["operations"] } },
+    {
+      schema: {
+        operationId: "getReadiness",
+        summary: "Readiness: the database and each configured engine connection",
+        tags: ["operations"],
+        response: {
+          200: Type.Object({
+            status: Type.Literal("ready"),
+            checks: Type.Record(Type.String(), Type.Object({ status: Type.Union([Type.Literal("up"), Type.Literal("down")]), error: Type.Optional(Type.String()) })),
+          }),
+        },
+      },
+    },
     async () => {
       const checks: Record<string, { status: "up" | "down"; error?: string }> = {};
       const errors: { path: string; message: string }[] = [];
@@ -45,7 +65,7 @@ export function healthRoutes(app: App, { db, metrics, workers }: ServerDeps): vo
       if (errors.length > 0) {
         throw new ProblemError("UNAVAILABLE", `not ready: ${errors.map((e) => e.path).join(", ")} down`, { errors });
       }
-      return { status: "ready", checks };
+      return { status: "ready" as const, checks };
     },
   );
 
@@ -53,6 +73,7 @@ export function healthRoutes(app: App, { db, metrics, workers }: ServerDeps): vo
     "/health",
     {
       schema: {
+        operationId: "getHealth",
         summary: "Liveness and database check",
         tags: ["operations"],
         response: {
