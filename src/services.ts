@@ -16,14 +16,15 @@ export interface Services {
 }
 
 export function createServices(config: Config, db: Database): Services {
-  const timeSeries = new TimeSeries(db.knex, config.defaultTimeZone);
+  // Calculations read series through a reader of their own, which answers no derived items;
+  // the time series the transports use answer those through the calculations. No late wiring.
   const query = { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows };
-  const calculations = new Calculations(db.knex, db.graph, timeSeries, {
+  const calculations = new Calculations(db.knex, db.graph, new TimeSeries(db.knex, config.defaultTimeZone), {
     timeoutMs: config.calculationTimeoutMs,
     query,
     steps: { maxSteps: config.calculationMaxSteps, expression: { maxLength: config.expressionMaxLength, maxDepth: config.expressionMaxDepth } },
   });
-  timeSeries.deriveWith((tenant, externalId, request) => calculations.calculate(tenant, externalId, request));
+  const timeSeries = new TimeSeries(db.knex, config.defaultTimeZone, undefined, (tenant, externalId, request) => calculations.calculate(tenant, externalId, request));
   const transforms = new TransformPool({
     processes: config.transformProcesses,
     timeoutMs: config.transformTimeoutMs,
@@ -36,7 +37,7 @@ export function createServices(config: Config, db: Database): Services {
     calculations,
     transforms,
     apiDefinitions: new ApiDefinitions(db.knex, db.graph, timeSeries, transforms, {
-      query: { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows },
+      query,
       transform: { ...DEFAULT_TRANSFORM_LIMITS, timeoutMs: config.transformTimeoutMs },
     }),
   };

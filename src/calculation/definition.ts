@@ -236,16 +236,19 @@ function shapeProblems(data: CalculationData, block: CalculationBlock): ProblemD
   return problems;
 }
 
+/** The externalIds a definition's EXPRESSION scopes name. */
+export function expressionUses(d: CalculationDefinitionInput): string[] {
+  return Object.values(d.data?.calculation?.scope ?? {})
+    .filter((s) => s?.type === "EXPRESSION" && typeof s.expression === "string")
+    .map((s) => s.expression!);
+}
+
 /**
  * The path by which `start` reaches itself through EXPRESSION scopes, if it does. A definition
  * already walked is not walked again, so the walk is linear in the definitions and their
  * references (a walk of every path would double with every level of a diamond of references).
  */
 function findCycle(start: CalculationDefinitionInput, references: (externalId: string) => CalculationDefinitionInput | undefined): string[] | undefined {
-  const uses = (d: CalculationDefinitionInput) =>
-    Object.values(d.data?.calculation?.scope ?? {})
-      .filter((s) => s?.type === "EXPRESSION" && typeof s.expression === "string")
-      .map((s) => s.expression!);
   const walked = new Set<string>();
   const trail = [start.externalId];
   const walk = (externalId: string): string[] | undefined => {
@@ -256,14 +259,14 @@ function findCycle(start: CalculationDefinitionInput, references: (externalId: s
     const next = references(externalId);
     if (next === undefined) return undefined;
     trail.push(externalId);
-    for (const u of uses(next)) {
+    for (const u of expressionUses(next)) {
       const found = walk(u);
       if (found !== undefined) return found;
     }
     trail.pop();
     return undefined;
   };
-  for (const u of uses(start)) {
+  for (const u of expressionUses(start)) {
     const found = walk(u);
     if (found !== undefined) return found;
   }

@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { CompiledCache } from "../compiled-cache.js";
 import type { GraphSession } from "../db/database.js";
 import { ProblemError, type ProblemDetail } from "../errors.js";
 import type { QueryParameters } from "../graph/query/compiler.js";
@@ -24,29 +25,6 @@ export interface ApiDefinitionLimits {
   transform: TransformLimits;
 }
 
-/** Compiled definitions by (tenant, externalId, updatedAt), least recently used dropped first. */
-class CompiledCache {
-  private readonly entries = new Map<string, CompiledDefinition>();
-  constructor(private readonly capacity: number) {}
-
-  get(key: string, build: () => CompiledDefinition): CompiledDefinition {
-    const hit = this.entries.get(key);
-    if (hit !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-      return hit;
-    }
-    const built = build();
-    this.entries.set(key, built);
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
-    return built;
-  }
-
-  get size(): number {
-    return this.entries.size;
-  }
-}
-
 export interface TestOutcome {
   queryOutput: QueryOutput | null;
   result: unknown;
@@ -55,7 +33,7 @@ export interface TestOutcome {
 
 /** API Definitions: stored, validated on save, compiled once, requested by externalId. */
 export class ApiDefinitions {
-  private readonly cache: CompiledCache;
+  private readonly cache: CompiledCache<CompiledDefinition>;
 
   constructor(
     private readonly knex: Knex,
@@ -110,8 +88,8 @@ export class ApiDefinitions {
     if (!definition.active) {
       throw new ProblemError("API_DEFINITION_INACTIVE", `API definition "${externalId}" exists but is not active`);
     }
-    const key = `${caller.tenant}\u0000${definition.externalId}\u0000${definition.updatedAt}`;
-    const compiled = this.cache.get(key, () => compileDefinition({ ...definition, name: definition.name ?? undefined, version: definition.version ?? undefined }, this.limits.transform));
+    const key = CompiledCache.key(caller.tenant, definition.externalId, definition.updatedAt);
+    const compiled = await this.cache.get(key, () => compileDefinition({ ...definition, name: definition.name ?? undefined, version: definition.version ?? undefined }, this.limits.transform));
     const params = resolveParameters(compiled.declared, queryParameters ?? {}, caller);
     const queryOutput = await executeQuery(this.graph, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
     if (compiled.transform === undefined) return queryOutput;

@@ -1,41 +1,19 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
+import { DEFINITION_COLUMNS, definitionFields, definitionPage, NEXT_UPDATED_AT, NOW_MS, type DefinitionRow } from "../db/definition-rows.js";
 import { ProblemError, isUniqueViolation } from "../errors.js";
 import { isEmptyTransform, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
 
-interface Row {
-  id: string;
-  external_id: string;
-  name: string | null;
+interface Row extends DefinitionRow<ApiDefinitionData> {
   version: string | null;
-  active: boolean;
-  data: ApiDefinitionData;
   query: string;
   transform: string | null;
-  created_at: Date;
-  updated_at: Date;
 }
 
-const COLUMNS = ["id", "external_id", "name", "version", "active", "data", "query", "transform", "created_at", "updated_at"];
-/**
- * Millisecond timestamps that grow with every change, even two in one millisecond: compiled
- * definitions are cached by (tenant, externalId, updatedAt), so an update must never keep the key.
- */
-const NEXT_UPDATED_AT = "date_trunc('milliseconds', greatest(clock_timestamp(), updated_at + interval '1 millisecond'))";
+const COLUMNS = [...DEFINITION_COLUMNS, "version", "query", "transform"];
 
 function toDefinition(row: Row): ApiDefinition {
-  return {
-    id: row.id,
-    name: row.name,
-    externalId: row.external_id,
-    version: row.version,
-    active: row.active,
-    data: row.data,
-    query: row.query,
-    transform: row.transform ?? "",
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
+  return { ...definitionFields(row), version: row.version, query: row.query, transform: row.transform ?? "" };
 }
 
 function columnsOf(input: ApiDefinitionInput) {
@@ -66,8 +44,8 @@ export async function insertDefinition(knex: Knex, tenant: string, input: ApiDef
         tenant,
         id: randomUUID(),
         ...columnsOf(input),
-        created_at: knex.raw("date_trunc('milliseconds', clock_timestamp())"),
-        updated_at: knex.raw("date_trunc('milliseconds', clock_timestamp())"),
+        created_at: knex.raw(NOW_MS),
+        updated_at: knex.raw(NOW_MS),
       })
       .returning(COLUMNS)) as Row[];
     return toDefinition(row!);
@@ -92,11 +70,8 @@ export interface DefinitionPage {
 export async function listDefinitions(knex: Knex, tenant: string, options: { limit: number; offset: number; active?: boolean }): Promise<DefinitionPage> {
   const base = knex("api_definitions").where({ tenant });
   if (options.active !== undefined) base.andWhere({ active: options.active });
-  const [rows, counted] = await Promise.all([
-    base.clone().select(COLUMNS).orderBy("external_id").limit(options.limit).offset(options.offset) as Promise<Row[]>,
-    base.clone().select(knex.raw("count(*)::int as total")) as Promise<{ total: number }[]>,
-  ]);
-  return { apiDefinitions: rows.map(toDefinition), total: counted[0]?.total ?? 0, limit: options.limit, offset: options.offset };
+  const { rows, total } = await definitionPage<Row>(base, COLUMNS, options);
+  return { apiDefinitions: rows.map(toDefinition), total, limit: options.limit, offset: options.offset };
 }
 
 /** Replaces every field; the externalId may change (a rename). Undefined when there is none to replace. */

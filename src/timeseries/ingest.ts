@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { compareKeys, writeTransaction } from "../db/write-retry.js";
 import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.js";
+import { itemActions } from "../graph/items.js";
 import { parseEvent, type EventRecord } from "./events.js";
 
 /** Rows written per statement; the rows travel as eleven arrays, so the statement size does not grow. */
@@ -118,11 +119,7 @@ class ItemCheck {
   async refusals(itemIds: string[]): Promise<Map<string, string>> {
     const unknown = [...new Set(itemIds)].filter((id) => !this.known.has(id));
     if (unknown.length > 0) {
-      const rows = (await this.knex("entities")
-        .where({ tenant: this.tenant, type: "Item" })
-        .whereIn("id", unknown)
-        .select("id", this.knex.raw("attributes->>'itemAction' as action"))) as { id: string; action: string | null }[];
-      const found = new Map(rows.map((r) => [r.id, r.action]));
+      const found = await itemActions(this.knex, this.tenant, unknown);
       for (const id of unknown) {
         const action = found.get(id);
         this.known.set(

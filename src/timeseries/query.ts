@@ -149,6 +149,19 @@ export async function queryEvents(knex: Knex, tenant: string, itemIds: string[],
   return series;
 }
 
+/** Each item's last event before `at` (the latest by time, then by source id): none for an item without one. */
+export async function lastEvents(knex: Knex, tenant: string, itemIds: string[], at: Date): Promise<{ itemId: string; ts: Date; value: number }[]> {
+  if (itemIds.length === 0) return [];
+  const rows = (await knex("events")
+    .where({ tenant })
+    .whereIn("item_id", itemIds)
+    .andWhere("ts", "<", at)
+    .distinctOn("item_id")
+    .orderBy([{ column: "item_id" }, { column: "ts", order: "desc" }, { column: "source_id", order: "desc" }])
+    .select("item_id", "ts", "value")) as { item_id: string; ts: Date; value: number }[];
+  return rows.map((r) => ({ itemId: r.item_id, ts: r.ts, value: r.value }));
+}
+
 /** Checks every query option's shape and values without running anything (a stored definition's timelines). */
 export function checkQueryOptions(options: QueryOptions): void {
   if (options === null || typeof options !== "object" || Array.isArray(options)) throw invalidRequest("queryOptions must be an object", "queryOptions");

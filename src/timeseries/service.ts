@@ -1,8 +1,9 @@
 import type { Knex } from "knex";
 import { invalidRequest, ProblemError, type ProblemDetail } from "../errors.js";
+import { definingCalculation, indexSetItems, itemActions, missingItems } from "../graph/items.js";
 import { isUuid } from "../input.js";
 import { resolveEventDateRange, type EventDateRange } from "./periods.js";
-import { aggregateEvents, checkQueryOptions, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
+import { aggregateEvents, checkQueryOptions, lastEvents, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
 
 export const QUERY_TYPES = ["EVENTS", "AGGREGATION", "SINGLEAGGREGATION"] as const;
 export type QueryType = (typeof QUERY_TYPES)[number];
@@ -33,34 +34,31 @@ export function seriesRequestProblems(request: SeriesRequest): ProblemDetail[] {
   return problems;
 }
 
-/** Computes a derived series: the calculation named by an Item's ItemDefinition (set by the composition root). */
+/** Computes a derived series: the calculation named by an Item's ItemDefinition (given by the composition root). */
 export type Deriver = (tenant: string, calculationExternalId: string, request: SeriesRequest) => Promise<SeriesAnswer | { value: number | null }>;
 
-/** Time-series queries of a tenant: one item, many items, or one timeline over many (contract §4). */
+/**
+ * Time-series queries of a tenant: one item, many items, or one timeline over many (contract §4).
+ * Derived items (itemAction CALCULATE) are answered by `derive`; without it (the reads that
+ * calculations themselves make) asking for one is a programming error. The composition root
+ * builds a reader without it for the calculations, then this one with them: no late wiring.
+ */
 export class TimeSeries {
-  private deriver: Deriver | undefined;
-
-  /** Derived items (itemAction CALCULATE) are answered by this; calculations themselves need time series, hence the late wiring. */
-  deriveWith(deriver: Deriver): void {
-    this.deriver = deriver;
-  }
-
   constructor(
     private readonly knex: Knex,
     readonly defaultZone: string,
     /** The current instant; taken once per request (tests pass a fixed one). */
     private readonly clock: () => Date = () => new Date(),
+    private readonly derive?: Deriver,
   ) {}
 
   /** `POST /items/{itemId}/events/query`: raw events, or buckets when an aggregation is asked for. */
   async itemQuery(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer | { value: number | null }> {
     if (!isUuid(itemId)) throw invalidRequest("itemId must be the uuid of an Item", "itemId");
     const id = itemId.toLowerCase();
-    const item = (await this.knex("entities").where({ tenant, type: "Item", id }).first("id", this.knex.raw("attributes->>'itemAction' as action"))) as
-      | { id: string; action: string | null }
-      | undefined;
-    if (item === undefined) throw invalidRequest(`there is no Item ${id} in this tenant`, "itemId", 404);
-    if (item.action === "CALCULATE") return this.derived(tenant, id, request);
+    const items = await itemActions(this.knex, tenant, [id]);
+    if (!items.has(id)) throw invalidRequest(`there is no Item ${id} in this tenant`, "itemId", 404);
+    if (items.get(id) === "CALCULATE") return this.derived(tenant, id, request);
     return (await this.series(tenant, [id], request)).get(id)!;
   }
 
@@ -69,17 +67,12 @@ export class TimeSeries {
    * (attribute `calculationDefinition`), calculated with the request's date range and options.
    */
   private async derived(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer | { value: number | null }> {
-    const definition = (await this.knex("links as l")
-      .join("entities as d", function () {
-        this.on("d.tenant", "=", "l.tenant").andOn("d.id", "=", "l.to_id");
-      })
-      .where({ "l.tenant": tenant, "l.from_id": itemId, "l.relation": "definedBy", "d.type": "ItemDefinition" })
-      .first(this.knex.raw("d.attributes->>'calculationDefinition' as name"))) as { name: string | null } | undefined;
-    if (definition?.name == null) {
+    const name = await definingCalculation(this.knex, tenant, itemId);
+    if (name === undefined) {
       throw invalidRequest(`Item ${itemId} is derived (itemAction CALCULATE) but has no definedBy link to an ItemDefinition naming a calculationDefinition`, "itemId", 422);
     }
-    if (this.deriver === undefined) throw new Error("derived items are not wired");
-    return this.deriver(tenant, definition.name, request);
+    if (this.derive === undefined) throw new Error("derived items are not wired");
+    return this.derive(tenant, name, request);
   }
 
   /**
@@ -109,6 +102,11 @@ export class TimeSeries {
     return (await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: ids }, range, options)).get("")!;
   }
 
+  /** Each item's last event before `at` (a STATE-EXPRESSION's inputs). */
+  lastEvents(tenant: string, itemIds: string[], at: Date): Promise<{ itemId: string; ts: Date; value: number }[]> {
+    return lastEvents(this.knex, tenant, itemIds, at);
+  }
+
   /** `POST /timeline/query` (contract §8). */
   async timelineQuery(
     tenant: string,
@@ -128,7 +126,8 @@ export class TimeSeries {
       // One timeline over the events of the index set's items; the listed items narrow it down.
       const indexSet = options.indexSet;
       if (!isUuid(indexSet)) throw invalidRequest("SINGLEAGGREGATION needs queryOptions.indexSet, the id of an IndexSet", "queryOptions.indexSet");
-      let members = await this.indexSetItems(tenant, indexSet.toLowerCase());
+      let members = await indexSetItems(this.knex, tenant, indexSet.toLowerCase());
+      if (members === undefined) throw invalidRequest(`there is no IndexSet ${indexSet.toLowerCase()} in this tenant`, "queryOptions.indexSet");
       if (itemIds.length > 0) members = members.filter((id) => itemIds.includes(id));
       const range = resolveEventDateRange(request.eventDateRange, this.clock(), this.defaultZone);
       const single = await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: members }, range, options);
@@ -136,28 +135,9 @@ export class TimeSeries {
     }
 
     if (itemIds.length === 0) throw invalidRequest("itemIds must name at least one item", "itemIds");
-    const missing = await this.missingItems(tenant, itemIds);
+    const missing = await missingItems(this.knex, tenant, itemIds);
     if (missing.length > 0) throw invalidRequest(`there is no Item ${missing.join(", ")} in this tenant`, "itemIds");
     const series = await this.series(tenant, itemIds, { ...request, queryOptions: queryType === "EVENTS" ? { ...options, aggregation: undefined } : options });
     return { series: [...new Set(itemIds)].map((itemId) => ({ itemId, ...series.get(itemId)! })) };
-  }
-
-  private async missingItems(tenant: string, itemIds: string[]): Promise<string[]> {
-    const rows = (await this.knex("entities").where({ tenant, type: "Item" }).whereIn("id", itemIds).select("id")) as { id: string }[];
-    const found = new Set(rows.map((r) => r.id));
-    return itemIds.filter((id) => !found.has(id));
-  }
-
-  /** Items linked to the index set (`Item -inIndexSet-> IndexSet`). */
-  private async indexSetItems(tenant: string, indexSetId: string): Promise<string[]> {
-    const exists = (await this.knex("entities").where({ tenant, id: indexSetId, type: "IndexSet" }).first("id")) as { id: string } | undefined;
-    if (exists === undefined) throw invalidRequest(`there is no IndexSet ${indexSetId} in this tenant`, "queryOptions.indexSet");
-    const rows = (await this.knex("links as l")
-      .join("entities as i", function () {
-        this.on("i.tenant", "=", "l.tenant").andOn("i.id", "=", "l.from_id");
-      })
-      .where({ "l.tenant": tenant, "l.to_id": indexSetId, "l.relation": "inIndexSet", "i.type": "Item" })
-      .select("i.id")) as { id: string }[];
-    return rows.map((r) => r.id);
   }
 }
