@@ -1,9 +1,13 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { PGlite } from "@electric-sql/pglite";
 import knexFactory, { type Knex } from "knex";
 import ClientPGLite from "knex-pglite";
+import type pg from "pg";
+import { from as copyFrom } from "pg-copy-streams";
 import { migrate } from "./migrate.js";
 import { keepStatisticsFresh } from "./statistics.js";
 import { DatabaseTimeoutError, DEFAULT_DATABASE_TIMEOUTS, READ_TIMEOUT_MARGIN_MS, type DatabaseTimeouts } from "./timeouts.js";
@@ -108,6 +112,27 @@ const KnexPgClient = requireCjs("knex/lib/dialects/postgres/index.js") as new (c
  * for that answer, and every statement sent on it next (a transaction's ROLLBACK, another
  * request's query) would wait behind it.
  */
+/** True when `knex` (or a transaction of it) talks to PostgreSQL through the driver, not to the embedded database. */
+export function isPostgresKnex(knex: Knex): boolean {
+  return knex.client instanceof PostgresClient;
+}
+
+/**
+ * Streams `lines` into `COPY … FROM STDIN` on the connection of `knex` (a transaction's own, inside
+ * one). Returns false, copying nothing, on the embedded database, which has no COPY from a client.
+ */
+export async function copyFromStdin(knex: Knex, statement: string, lines: Iterable<string>): Promise<boolean> {
+  if (!isPostgresKnex(knex)) return false;
+  const client = knex.client as unknown as { acquireConnection(): Promise<pg.ClientBase>; releaseConnection(c: pg.ClientBase): Promise<void> };
+  const connection = await client.acquireConnection();
+  try {
+    await pipeline(Readable.from(lines), connection.query(copyFrom(statement)));
+  } finally {
+    await client.releaseConnection(connection);
+  }
+  return true;
+}
+
 class PostgresClient extends KnexPgClient {
   /** The driver's connect time-out says only "timeout expired": it is named for what it is. */
   override async _acquireOnlyConnection(): Promise<PgConnection> {

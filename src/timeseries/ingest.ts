@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import { compareKeys, writeTransaction } from "../db/write-retry.js";
+import { copyFromStdin, isPostgresKnex } from "../db/database.js";
 import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.js";
 import { itemActions } from "../graph/items.js";
 import { parseEvent, type EventRecord } from "./events.js";
@@ -149,42 +150,18 @@ const UPSERT = `on conflict (tenant, item_id, ts, source_id) do update set
 
 /**
  * Writes one batch. Most uploads append: every event is later than any stored for its item. Such
- * a batch is a plain INSERT, as fast as COPY, under a savepoint; `ON CONFLICT … DO UPDATE`, which
- * makes re-sending idempotent, costs ~40 % more per row and is used only when a stored event may
- * have the same key — or when the plain INSERT meets one anyway (a concurrent upload of the same
- * events), after rolling back to the savepoint.
+ * a batch is a plain INSERT under a savepoint; `ON CONFLICT … DO UPDATE`, which makes re-sending
+ * idempotent, is used only when a stored event may have the same key — or when the plain INSERT
+ * meets one anyway (a concurrent upload of the same events), after rolling back to the savepoint.
+ * On PostgreSQL the rows reach the server by `COPY` into a temporary staging table; the embedded
+ * database has no COPY from a client and takes them as arrays.
  */
 async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): Promise<number> {
   if (events.length === 0) return 0;
-  const column = <T>(pick: (e: EventRecord) => T) => events.map(pick);
-  const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
-  const bindings = [
-    tenant,
-    column((e) => e.itemId),
-    column((e) => e.timestamp.toISOString()),
-    column((e) => e.sourceId),
-    column((e) => e.value),
-    // An array cannot be an element of another: each row's tags travel as an array literal, cast back above.
-    column((e) => (e.tags === null ? null : `{${e.tags.map((t) => `"${t.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(",")}}`)),
-    column((e) => json(e.keyValues)),
-    column((e) => json(e.tenantCodes)),
-    column((e) => json(e.entityReferences)),
-    column((e) => e.entry?.toISOString() ?? null),
-    column((e) => e.exit?.toISOString() ?? null),
-    column((e) => e.from?.toISOString() ?? null),
-    column((e) => e.to?.toISOString() ?? null),
-  ] as Knex.RawBinding[];
-  const insert = (conflict: string) =>
-    knex.raw(
-      `insert into events (${EVENT_COLUMNS})
-       select ?, u.item_id, u.ts, u.source_id, u.value, u.tags::text[], u.key_values, u.tenant_codes, u.entity_references,
-              u.meta_entry, u.meta_exit, u.meta_from, u.meta_to
-       from unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::float8[], ?::text[], ?::jsonb[], ?::jsonb[], ?::jsonb[],
-                   ?::timestamptz[], ?::timestamptz[], ?::timestamptz[], ?::timestamptz[])
-         as u(item_id, ts, source_id, value, tags, key_values, tenant_codes, entity_references, meta_entry, meta_exit, meta_from, meta_to)
-       ${conflict}`,
-      bindings,
-    );
+  const source = (await stage(knex, tenant, events))
+    ? { sql: `select ${EVENT_COLUMNS} from events_staging`, bindings: [] as Knex.RawBinding[] }
+    : arraysOf(tenant, events);
+  const insert = (conflict: string) => knex.raw(`insert into events (${EVENT_COLUMNS}) ${source.sql} ${conflict}`, source.bindings);
   if (await appendsOnly(knex, tenant, events)) {
     await knex.raw("savepoint ingest_batch");
     try {
@@ -198,6 +175,65 @@ async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): P
   }
   await insert(UPSERT);
   return events.length;
+}
+
+/** COPY of the batch into `events_staging` (emptied first; dropped at the end of the transaction). False on the embedded database. */
+async function stage(knex: Knex, tenant: string, events: EventRecord[]): Promise<boolean> {
+  const text = (v: string) => `"${v.replace(/"/g, '""')}"`;
+  const instant = (d: Date | null | undefined) => (d == null ? "" : d.toISOString());
+  const json = (v: unknown) => (v === null || v === undefined ? "" : text(JSON.stringify(v)));
+  function* lines(): Generator<string> {
+    const tenantText = text(tenant);
+    let chunk = "";
+    for (const e of events) {
+      chunk +=
+        `${tenantText},${e.itemId},${e.timestamp.toISOString()},${text(e.sourceId)},${e.value},${e.tags === null ? "" : text(arrayLiteral(e.tags))},` +
+        `${json(e.keyValues)},${json(e.tenantCodes)},${json(e.entityReferences)},${instant(e.entry)},${instant(e.exit)},${instant(e.from)},${instant(e.to)}\n`;
+      if (chunk.length > 65_536) {
+        yield chunk;
+        chunk = "";
+      }
+    }
+    if (chunk !== "") yield chunk;
+  }
+  if (!isPostgresKnex(knex)) return false;
+  await knex.raw(`create temporary table if not exists events_staging (like events) on commit drop`);
+  await knex.raw(`truncate events_staging`);
+  return copyFromStdin(knex, `copy events_staging (${EVENT_COLUMNS}) from stdin with (format csv)`, lines());
+}
+
+/** The batch as one array per column, unnested by the statement. */
+function arraysOf(tenant: string, events: EventRecord[]): { sql: string; bindings: Knex.RawBinding[] } {
+  const column = <T>(pick: (e: EventRecord) => T) => events.map(pick);
+  const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
+  return {
+    sql: `select ?, u.item_id, u.ts, u.source_id, u.value, u.tags::text[], u.key_values, u.tenant_codes, u.entity_references,
+              u.meta_entry, u.meta_exit, u.meta_from, u.meta_to
+       from unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::float8[], ?::text[], ?::jsonb[], ?::jsonb[], ?::jsonb[],
+                   ?::timestamptz[], ?::timestamptz[], ?::timestamptz[], ?::timestamptz[])
+         as u(item_id, ts, source_id, value, tags, key_values, tenant_codes, entity_references, meta_entry, meta_exit, meta_from, meta_to)`,
+    bindings: [
+      tenant,
+      column((e) => e.itemId),
+      column((e) => e.timestamp.toISOString()),
+      column((e) => e.sourceId),
+      column((e) => e.value),
+      // An array cannot be an element of another: each row's tags travel as an array literal, cast back above.
+      column((e) => (e.tags === null ? null : arrayLiteral(e.tags))),
+      column((e) => json(e.keyValues)),
+      column((e) => json(e.tenantCodes)),
+      column((e) => json(e.entityReferences)),
+      column((e) => e.entry?.toISOString() ?? null),
+      column((e) => e.exit?.toISOString() ?? null),
+      column((e) => e.from?.toISOString() ?? null),
+      column((e) => e.to?.toISOString() ?? null),
+    ] as Knex.RawBinding[],
+  };
+}
+
+/** A PostgreSQL text[] literal: every element quoted, quotes and backslashes escaped. */
+function arrayLiteral(values: string[]): string {
+  return `{${values.map((t) => `"${t.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(",")}}`;
 }
 
 /** Whether every event of the batch is later than every stored event of its item: one index probe per item. */
