@@ -1,0 +1,21 @@
+/**
+ * Keeps a running task's lock (Camunda 7) or job timeout (Zeebe): `extend` is called three times
+ * per `durationMs`, so one slow round trip does not let it lapse. Once the outcome is being
+ * reported (`release`), an extension racing the report would only meet a task the engine has just
+ * closed: it is neither sent nor logged.
+ */
+export function keepLocked(extend: () => Promise<unknown>, durationMs: number, onError: (err: unknown) => void): { release: () => void } {
+  let released = false;
+  const timer = setInterval(() => {
+    if (released) return;
+    extend().catch((err: unknown) => {
+      if (!released) onError(err);
+    });
+  }, Math.max(100, durationMs / 3));
+  return {
+    release() {
+      released = true;
+      clearInterval(timer);
+    },
+  };
+}
