@@ -25,10 +25,13 @@ type JobWorker = ReturnType<ZeebeClient["createWorker"]>;
  * gives new jobs to the workers still polling.
  */
 function closeJobWorker(worker: JobWorker): Promise<unknown> {
-  const closed = worker.close();
   // The open activation is the SDK's private field (it cancels it itself only when no job is in hand).
-  (worker as unknown as { jobStream?: { cancel?: () => void } }).jobStream?.cancel?.();
-  return closed;
+  const cancel = () => (worker as unknown as { jobStream?: { cancel?: () => void } }).jobStream?.cancel?.();
+  const closed = worker.close();
+  cancel();
+  // An activation being opened as close() is called is set after it: cancelled as soon as it is.
+  const again = setInterval(cancel, POLL_INTERVAL_MS);
+  return closed.finally(() => clearInterval(again));
 }
 /**
  * A gRPC client of @camunda8/sdk for a gateway: plaintext, TLS (`grpcs`) or OAuth client
