@@ -76,7 +76,7 @@ export interface WorkerSettings {
   topics: WorkerTopics;
   /** WORKER_MAX_TASKS: tasks (jobs) in hand at once per worker. Default 10. */
   maxTasks: number;
-  /** WORKER_LOCK_DURATION_MS: Camunda 7 lock (extended while a task runs) / Zeebe job timeout. Default 30000. */
+  /** WORKER_LOCK_DURATION_MS: Camunda 7 lock / Zeebe job timeout, each extended while a task runs. Default 30000. */
   lockDurationMs: number;
   /** WORKER_DEFAULT_RETRIES: retries of a task whose engine gives none. Default 3. */
   defaultRetries: number;
@@ -100,6 +100,8 @@ export interface ZeebeSettings extends WorkerSettings {
   rootCertPath: string | undefined;
   /** ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL (all three or none), ZEEBE_TOKEN_AUDIENCE optional. */
   oauth: ZeebeOAuth | undefined;
+  /** ZEEBE_TENANT_IDS: the tenants whose jobs the workers activate; absent: the gateway's default tenant. */
+  tenantIds: string[] | undefined;
 }
 
 export interface ZeebeOAuth {
@@ -129,7 +131,7 @@ export function camunda7Settings(url: string, given: Given<Camunda7Settings> = {
 
 /** Zeebe settings for the gateway at `address`, the rest given or defaulted. */
 export function zeebeSettings(address: string, given: Given<ZeebeSettings> = {}): ZeebeSettings {
-  return { address, ...workerSettings(given), tls: given.tls ?? false, rootCertPath: given.rootCertPath, oauth: given.oauth };
+  return { address, ...workerSettings(given), tls: given.tls ?? false, rootCertPath: given.rootCertPath, oauth: given.oauth, tenantIds: given.tenantIds };
 }
 
 export type Role = "server" | "worker";
@@ -182,6 +184,19 @@ const booleanFlag = (name: string) =>
     .transform((s) => s.trim().toLowerCase())
     .refine((s) => ["true", "false", "1", "0", ""].includes(s), `${name} must be true or false`)
     .transform((s) => s === "true" || s === "1");
+
+/**
+ * A comma-separated list of Zeebe tenant ids (each `<default>` or 1–31 of `A-Z a-z 0-9 _ - .`,
+ * Zeebe's rule); blank or absent: none given.
+ */
+const tenantIdList = (name: string) =>
+  optionalText
+    .transform((s) => s?.split(",").map((id) => id.trim()))
+    .refine(
+      (ids) => ids === undefined || ids.every((id) => id === "<default>" || /^[A-Za-z0-9_.-]{1,31}$/.test(id)),
+      `${name} must be a comma-separated list of tenant ids, each <default> or 1 to 31 letters, digits, _, - or .`,
+    )
+    .transform((ids) => (ids === undefined ? undefined : [...new Set(ids)]));
 
 function isUrl(value: string, protocols: string[]): boolean {
   try {
@@ -254,6 +269,7 @@ const envSchema = z.object({
   ZEEBE_CLIENT_SECRET: optionalText,
   ZEEBE_OAUTH_URL: optionalText.refine((v) => v === undefined || isUrl(v, ["http:", "https:"]), "ZEEBE_OAUTH_URL must be an http(s) URL"),
   ZEEBE_TOKEN_AUDIENCE: optionalText,
+  ZEEBE_TENANT_IDS: tenantIdList("ZEEBE_TENANT_IDS"),
   // Database faults: bounds of every connection (src/db/timeouts.ts).
   DATABASE_CONNECT_TIMEOUT_MS: integer("DATABASE_CONNECT_TIMEOUT_MS", 100, 600_000).optional(),
   DATABASE_ACQUIRE_TIMEOUT_MS: integer("DATABASE_ACQUIRE_TIMEOUT_MS", 100, 600_000).optional(),
@@ -381,7 +397,7 @@ function readEngines(e: EnvValues): Pick<Config, "camunda7" | "zeebe"> {
       : undefined;
   return {
     camunda7: e.CAMUNDA_URL === undefined ? undefined : camunda7Settings(e.CAMUNDA_URL, { ...given, asyncResponseTimeoutMs: e.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS, workerId: e.CAMUNDA_WORKER_ID }),
-    zeebe: e.ZEEBE_ADDRESS === undefined ? undefined : zeebeSettings(e.ZEEBE_ADDRESS, { ...given, tls: e.ZEEBE_TLS, rootCertPath: e.CAMUNDA_CUSTOM_ROOT_CERT_PATH, oauth }),
+    zeebe: e.ZEEBE_ADDRESS === undefined ? undefined : zeebeSettings(e.ZEEBE_ADDRESS, { ...given, tls: e.ZEEBE_TLS, rootCertPath: e.CAMUNDA_CUSTOM_ROOT_CERT_PATH, oauth, tenantIds: e.ZEEBE_TENANT_IDS }),
   };
 }
 

@@ -17,7 +17,17 @@ import { TcpProxy } from "../support/proxy.js";
 import { selfSignedCertificate } from "../support/tls.js";
 import { MemoryTransport } from "../support/server.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
-import { expectCompletedWhileStopping, seedWorkerTenant, servicesWithDatabaseDown, SLOW_DEFINITION, taskLines, waitUntil } from "../support/workers.js";
+import {
+  expectCompletedWhileStopping,
+  inHandRow,
+  LONG_DEFINITION,
+  seedWorkerTenant,
+  servicesWithDatabaseDown,
+  SLOW_DEFINITION,
+  startWorkerProcess,
+  taskLines,
+  waitUntil,
+} from "../support/workers.js";
 import { ZeebeEngine } from "../support/zeebe.js";
 
 describe("Zeebe worker against a real broker", function () {
@@ -28,9 +38,10 @@ describe("Zeebe worker against a real broker", function () {
   let services: Services;
   let tenant: string;
   const workers: RunningWorker[] = [];
-  const start = (s: Services, logs = new MemoryTransport(), address = engine.address, metrics?: Metrics) => {
-    workers.push(startZeebeWorker(s, zeebeSettings(address, { lockDurationMs: 20_000 }), { database: db.knex, logger: createLogger("debug", [logs]), metrics }));
-    return logs;
+  const start = (s: Services, logs = new MemoryTransport(), address = engine.address, metrics?: Metrics, lockDurationMs = 20_000) => {
+    const worker = startZeebeWorker(s, zeebeSettings(address, { lockDurationMs }), { database: db.knex, logger: createLogger("debug", [logs]), metrics });
+    workers.push(worker);
+    return { logs, worker };
   };
 
   before(async function () {
@@ -75,7 +86,7 @@ describe("Zeebe worker against a real broker", function () {
   });
 
   it("raises API_DEFINITION_NOT_FOUND as a BPMN error the boundary event catches", async () => {
-    const logs = start(services);
+    const { logs } = start(services);
     expect((await run({ apiDefinitionExternalId: "no-such-definition" })).outcome).to.equal("not found");
     const key = await startInstance({ apiDefinitionExternalId: "no-such-definition" });
     expect(await engine.settle(key)).to.equal("ended");
@@ -87,7 +98,7 @@ describe("Zeebe worker against a real broker", function () {
   it("fails a job on a passing fault with one retry fewer each time, then the engine raises an incident", async () => {
     const broken = servicesWithDatabaseDown(config, db);
     const metrics = new Metrics();
-    const logs = start(broken.services, new MemoryTransport(), engine.address, metrics);
+    const { logs } = start(broken.services, new MemoryTransport(), engine.address, metrics);
     const key = await startInstance({ queryParameters: { publicId: "AGR-1" } });
     const failures = async () => (await engine.records("JOB")).filter((r) => r.intent === "FAILED" && String(r.value.processInstanceKey) === String(key));
     // The back-offs (1 s, then 2 s) run on the broker's wall clock before the job recurs.
@@ -130,8 +141,8 @@ describe("Zeebe worker against a real broker", function () {
   });
 
   it("lets two workers share a job type, each job completed exactly once", async () => {
-    const first = start(services);
-    const second = start(services);
+    const { logs: first } = start(services);
+    const { logs: second } = start(services);
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => run({ queryParameters: { publicId: i % 2 === 0 ? "AGR-1" : "AGR-EMPTY" } })));
     expect(results.map((r) => r.outcome)).to.deep.equal(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? "found" : "none")));
     const done = () => taskLines([...first.entries, ...second.entries], "completed").map((e) => e.taskId);
@@ -146,7 +157,7 @@ describe("Zeebe worker against a real broker", function () {
   it("survives a lost gateway connection: logs it once, and takes jobs again when the gateway is back", async () => {
     const proxy = await TcpProxy.start(engine.address);
     try {
-      const logs = start(services, new MemoryTransport(), proxy.through(engine.address));
+      const { logs } = start(services, new MemoryTransport(), proxy.through(engine.address));
       const before = await startInstance({ queryParameters: { publicId: "AGR-1" } });
       expect(await engine.settle(before)).to.equal("ended");
       await proxy.cut();
@@ -186,6 +197,70 @@ describe("Zeebe worker against a real broker", function () {
       expectCompletedWhileStopping(worker.lines);
     } finally {
       worker.kill();
+    }
+  });
+
+  /** The records of an instance's jobs: their activations (by worker) and events by intent. */
+  const jobsOf = async (processInstanceKey: string) => {
+    const keys = new Set((await engine.records("JOB")).filter((r) => String(r.value.processInstanceKey) === processInstanceKey).map((r) => String(r.key)));
+    const activatedBy = (await engine.records("JOB_BATCH"))
+      .filter((r) => r.intent === "ACTIVATED")
+      .flatMap((r) => ((r.value.jobKeys as unknown[]) ?? []).filter((k) => keys.has(String(k))).map(() => String(r.value.worker)));
+    const intents = (await engine.records("JOB")).filter((r) => r.recordType === "EVENT" && keys.has(String(r.key))).map((r) => r.intent);
+    return { activatedBy, intents };
+  };
+
+  it("gives a job created while a worker stops (a job in hand, its long poll open) to another worker at once, not to the stopping one", async () => {
+    // A job timeout of 60 s: a job dropped by the stopping worker would wait that long; the test waits 20 s.
+    // Room for the long job to finish on a loaded machine (the default 30 s shutdown was passed once).
+    const stopping = await startWorkerProcess({ ZEEBE_ADDRESS: engine.address, WORKER_LOCK_DURATION_MS: "60000", SHUTDOWN_TIMEOUT_MS: "120000" });
+    try {
+      const inHand = await startInstance({ apiDefinitionExternalId: LONG_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
+      await waitUntil(async () => (await jobsOf(String(inHand))).activatedBy.length > 0, "the long job activated");
+      const jobKey = String((await engine.records("JOB")).find((r) => r.intent === "CREATED" && String(r.value.processInstanceKey) === String(inHand))?.key);
+      await waitUntil(async () => (await inHandRow(db.knex, { engine: "zeebe", taskKey: jobKey }))?.worker_id === stopping.workerId, "the long job in hand");
+      stopping.process.child.kill("SIGTERM");
+      await stopping.process.waitFor(/shutting down/);
+      // Created while the first worker stops with a job in hand; a second worker starts after it.
+      const during = await startInstance({ queryParameters: { publicId: "AGR-1" } });
+      const { worker: second } = start(services);
+      expect(await engine.settle(String(during), 20_000)).to.equal("ended");
+      expect(await engine.endEvent(String(during))).to.equal("EndFound");
+      const { activatedBy, intents } = await jobsOf(String(during));
+      expect(activatedBy).to.deep.equal([second.workerId]);
+      expect(intents).to.not.include("TIMED_OUT");
+      // The stopping worker still finishes its own job, then exits 0.
+      expect(await stopping.process.exited, stopping.process.lines.join("\n")).to.equal(0);
+      expect(await engine.settle(String(inHand), 60_000)).to.equal("ended");
+      expect((await jobsOf(String(inHand))).activatedBy).to.deep.equal([stopping.workerId]);
+      expectCompletedWhileStopping(stopping.process.lines);
+    } finally {
+      stopping.process.kill();
+    }
+  });
+
+  it("extends the job timeout while a job runs past it: the job is not given to a second worker", async () => {
+    // A 3 s job timeout and a job of some 11 s (transforms may take a minute here).
+    const slow = createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET, TRANSFORM_TIMEOUT_MS: "60000" }), db);
+    try {
+      const { worker: first, logs } = start(slow, new MemoryTransport(), engine.address, undefined, 3000);
+      const key = String(await startInstance({ apiDefinitionExternalId: LONG_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } }));
+      await waitUntil(async () => (await jobsOf(key)).activatedBy.length > 0, "the long job activated");
+      const { worker: second } = start(slow, new MemoryTransport(), engine.address, undefined, 3000);
+      expect(await engine.settle(key, 60_000)).to.equal("ended");
+      expect(await engine.endEvent(key)).to.equal("EndFound");
+      const { activatedBy, intents } = await jobsOf(key);
+      // Activated once, by the first worker; its timeout moved on (a third of it apart), never lapsing.
+      expect(activatedBy).to.deep.equal([first.workerId]);
+      expect(activatedBy).to.not.include(second.workerId);
+      expect(intents).to.not.include("TIMED_OUT");
+      expect(intents.filter((i) => i === "TIMEOUT_UPDATED").length).to.be.greaterThan(2);
+      expect(intents.at(-1)).to.equal("COMPLETED");
+      expect(taskLines(logs.entries, "completed")).to.have.length(1);
+      expect(logs.entries.filter((e) => e.message === "job timeout extension failed")).to.deep.equal([]);
+    } finally {
+      await Promise.all(workers.splice(0).map((w) => w.stop()));
+      await slow.transforms.close();
     }
   });
 

@@ -3,6 +3,7 @@ import type { Camunda7Settings } from "../../src/config.js";
 import { reconnectDelayMs } from "../../src/tasks/outcome.js";
 import { CompletionRefused, TaskRunner, type FailureReport, type RunningWorker, type TaskHandler, type TaskReporter, type WorkerDeps } from "../../src/tasks/runner.js";
 import { apiRequest, calculateSeries } from "../../src/tasks/tasks.js";
+import { keepLocked } from "../../src/tasks/keep-locked.js";
 import { WorkerState } from "../../src/tasks/worker-state.js";
 import type { Services } from "../../src/services.js";
 
@@ -66,7 +67,7 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
   const subscribe = (topic: string, handler: TaskHandler) =>
     client.subscribe(topic, { lockDuration: lockDurationMs }, async ({ task, taskService }: { task: Task; taskService: TaskService }) => {
       state.taskStarted();
-      const lock = keepLocked(task, taskService, lockDurationMs, (err) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
+      const lock = keepLocked(() => taskService.extendLock(task, lockDurationMs), lockDurationMs, (err) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
       try {
         await runner.run(
           { key: task.id, topic, retries: task.retries, variables: task.variables.getAll() as Record<string, unknown>, tenant: task.tenantId },
@@ -96,27 +97,6 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
       const idle = state.stop();
       client.stop();
       return idle;
-    },
-  };
-}
-
-/**
- * Keeps a running task's lock: extended three times per lock duration, so one slow extension round
- * trip does not let the lock lapse. Once the outcome is being reported (`release`), an extension
- * racing the report would only meet a task the engine has just closed (404): neither sent nor logged.
- */
-function keepLocked(task: Task, taskService: TaskService, lockDurationMs: number, onError: (err: unknown) => void): { release: () => void } {
-  let released = false;
-  const timer = setInterval(() => {
-    if (released) return;
-    taskService.extendLock(task, lockDurationMs).catch((err: unknown) => {
-      if (!released) onError(err);
-    });
-  }, Math.max(100, lockDurationMs / 3));
-  return {
-    release() {
-      released = true;
-      clearInterval(timer);
     },
   };
 }

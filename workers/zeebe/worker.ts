@@ -4,6 +4,7 @@ import type { Services } from "../../src/services.js";
 import { reconnectDelayMs } from "../../src/tasks/outcome.js";
 import { TaskRunner, type RunningWorker, type TaskHandler, type TaskReporter, type WorkerDeps } from "../../src/tasks/runner.js";
 import { apiRequest, calculateSeries } from "../../src/tasks/tasks.js";
+import { keepLocked } from "../../src/tasks/keep-locked.js";
 import { WorkerState } from "../../src/tasks/worker-state.js";
 
 const JOB_ACTION_ACKNOWLEDGEMENT = Zeebe.Types.JOB_ACTION_ACKNOWLEDGEMENT;
@@ -15,6 +16,23 @@ const POLL_INTERVAL_MS = 20;
 const DEFAULT_TENANT = "<default>";
 
 export type ZeebeClient = ReturnType<Camunda8["getZeebeGrpcApiClient"]>;
+type JobWorker = ReturnType<ZeebeClient["createWorker"]>;
+
+/**
+ * Closes a job worker: no new activation, the jobs in hand finish. The SDK's close() leaves the
+ * long poll under way open while jobs are in hand; a job the gateway activates into it is then
+ * dropped unrun and waits for its job timeout. Cancelled here, the poll takes no job: the gateway
+ * gives new jobs to the workers still polling.
+ */
+function closeJobWorker(worker: JobWorker): Promise<unknown> {
+  // The open activation is the SDK's private field (it cancels it itself only when no job is in hand).
+  const cancel = () => (worker as unknown as { jobStream?: { cancel?: () => void } }).jobStream?.cancel?.();
+  const closed = worker.close();
+  cancel();
+  // An activation being opened as close() is called is set after it: cancelled as soon as it is.
+  const again = setInterval(cancel, POLL_INTERVAL_MS);
+  return closed.finally(() => clearInterval(again));
+}
 /**
  * A gRPC client of @camunda8/sdk for a gateway: plaintext, TLS (`grpcs`) or OAuth client
  * credentials. The SDK's own console lines are off: the worker logs JSON lines of its own.
@@ -53,7 +71,8 @@ export function zeebeClient(options: Pick<ZeebeSettings, "address"> & Partial<Pi
 export function startZeebeWorker(services: Services, settings: ZeebeSettings, deps: WorkerDeps): RunningWorker {
   const { logger } = deps;
   const zeebe = zeebeClient(settings);
-  // Readiness and outage probes ask once and take no for an answer (no SDK retry loop left behind).
+  // Readiness and outage probes and job timeout extensions ask once and take no for an answer (no
+  // SDK retry loop left behind; a failed extension is tried again a third of a job timeout later).
   const probe = zeebeClient(settings, false);
   const runner = new TaskRunner({
     ...deps,
@@ -83,7 +102,7 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
     const lost = workers.splice(0);
     const since = Date.now();
     outage = (async () => {
-      await Promise.all(lost.map((w) => w.close().catch(() => undefined)));
+      await Promise.all(lost.map((w) => closeJobWorker(w).catch(() => undefined)));
       for (;;) {
         await state.pause(reconnectDelayMs(state.failedTries - 1));
         if (state.stopping) return;
@@ -108,6 +127,7 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
       // The SDK's own log lines are not JSON lines of ours; the runner logs one line per task.
       loglevel: "NONE",
       maxJobsToActivate: settings.maxTasks,
+      ...(settings.tenantIds !== undefined ? { tenantIds: settings.tenantIds } : {}),
       timeout: settings.lockDurationMs,
       // An activation is a long poll (held by the gateway until jobs arrive); the interval is only
       // the pause before the next one, so a short one keeps a busy worker busy without spinning.
@@ -115,12 +135,18 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
       onConnectionError,
       taskHandler: async (job) => {
         state.taskStarted();
+        // The job timeout is extended while the job runs, as Camunda 7's lock is (Zeebe 8.5+).
+        const timeout = keepLocked(() => probe.updateJobTimeout({ jobKey: job.key, timeout: settings.lockDurationMs }), settings.lockDurationMs, (err) =>
+          logger.warn("job timeout extension failed", { engine: "zeebe", taskId: job.key, error: err instanceof Error ? err.message : String(err) }),
+        );
         try {
           const reporter: TaskReporter = {
             async complete(output) {
+              timeout.release();
               await job.complete(output as Parameters<typeof job.complete>[0]);
             },
             async bpmnError(code, message) {
+              timeout.release();
               // The SDK's job.error swallows a refused command; the client's throwError does not.
               try {
                 await zeebe.throwError({ jobKey: job.key, errorCode: code, errorMessage: message });
@@ -129,6 +155,7 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
               }
             },
             async fail(failure) {
+              timeout.release();
               await job.fail({ errorMessage: failure.message, retries: failure.retries, retryBackOff: failure.backOffMs });
             },
           };
@@ -137,6 +164,7 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
           // Exactly one job action per job, made by the reporter (or none reached the engine: the job times out).
           return JOB_ACTION_ACKNOWLEDGEMENT;
         } finally {
+          timeout.release();
           state.taskEnded();
         }
       },
@@ -158,9 +186,9 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
       // Ends the outage's wait between probes at once.
       const idle = state.stop();
       // Jobs in hand (also those of job workers closed by an outage) report through the client:
-      // it closes last. close() stops activating jobs and waits for the jobs in hand.
+      // it closes last. Closing stops activating jobs (the open poll cancelled) and waits for the jobs in hand.
       await outage;
-      await Promise.all(workers.map((w) => w.close()));
+      await Promise.all(workers.map(closeJobWorker));
       await idle;
       await Promise.all([zeebe.close(), probe.close()]);
     },
