@@ -38,8 +38,12 @@ export function definitionFields<Data>(row: DefinitionRow<Data>): DefinitionFiel
   };
 }
 
-/** A new row's timestamps: milliseconds, as the JSON shows them. */
-export const NOW_MS = "date_trunc('milliseconds', clock_timestamp())";
+/**
+ * A new row's timestamps: milliseconds, as the JSON shows them. The statement's time, one value
+ * for both columns (clock_timestamp() is read again for each and could give createdAt and
+ * updatedAt a millisecond apart).
+ */
+export const NOW_MS = "date_trunc('milliseconds', statement_timestamp())";
 
 /**
  * Millisecond timestamps that grow with every change, even two in one millisecond: compiled
