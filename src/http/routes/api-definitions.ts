@@ -4,7 +4,7 @@ import { EXTERNAL_ID_MAX_LENGTH } from "../../input.js";
 import { apiRequest } from "../../tasks/tasks.js";
 import { requireTenant } from "../request.js";
 import { ExternalId, NoContent, PageFields, PageQuery } from "../schemas.js";
-import type { App, ServerDeps } from "../server.js";
+import type { App, ServerDeps } from "../types.js";
 
 const DefinitionBody = Type.Object(
   {

@@ -3,7 +3,7 @@ import type { CalculationData, CalculationDefinitionInput } from "../../calculat
 import type { CalculateRequest } from "../../calculation/service.js";
 import { requireTenant } from "../request.js";
 import { Bucket, ExternalId, NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
-import type { App, ServerDeps } from "../server.js";
+import type { App, ServerDeps } from "../types.js";
 
 const Body = Type.Object(
   {

@@ -5,7 +5,7 @@ import { ingestEvents } from "../../timeseries/ingest.js";
 import type { QueryType, SeriesRequest } from "../../timeseries/service.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
-import type { App, ServerDeps } from "../server.js";
+import type { App, ServerDeps } from "../types.js";
 import { Bucket, Uuid } from "../schemas.js";
 
 const NDJSON = "application/x-ndjson";

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import { ProblemError } from "../../errors.js";
 import { deleteEntity, getEntity, listEntities, upsertEntities } from "../../graph/entities.js";
 import { createLinks } from "../../graph/links.js";
-import type { App, ServerDeps } from "../server.js";
+import type { App, ServerDeps } from "../types.js";
 import { requireTenant } from "../request.js";
 import { NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
 
