@@ -1,7 +1,6 @@
 import type { Readable } from "node:stream";
 import { Type } from "typebox";
 import { ProblemError } from "../../errors.js";
-import { ingestEvents } from "../../timeseries/ingest.js";
 import type { QueryType } from "../../timeseries/service.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
@@ -21,7 +20,7 @@ function uploadRows(contentType: string | undefined, body: unknown): { rows: Asy
   return { rows: events, numericStrings: false };
 }
 
-export function eventRoutes(app: App, { db, services }: ServerDeps): void {
+export function eventRoutes(app: App, { services }: ServerDeps): void {
   // NDJSON and CSV uploads are read as streams, batch by batch, not buffered whole.
   app.addContentTypeParser([NDJSON, CSV], (_request, payload, done) => done(null, payload));
   const admin = { access: "admin" as const };
@@ -70,7 +69,7 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
     },
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
-      const result = await ingestEvents(db.knex, requireTenant(request), rows, { itemId: request.params.itemId.toLowerCase(), partial: request.query.partial, numericStrings });
+      const result = await services.timeSeries.ingest(requireTenant(request), rows, { itemId: request.params.itemId.toLowerCase(), partial: request.query.partial, numericStrings });
       return request.query.partial ? result : { stored: result.stored };
     },
   );
@@ -83,7 +82,7 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
     },
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
-      const result = await ingestEvents(db.knex, requireTenant(request), rows, { partial: request.query.partial, numericStrings });
+      const result = await services.timeSeries.ingest(requireTenant(request), rows, { partial: request.query.partial, numericStrings });
       return request.query.partial ? result : { stored: result.stored };
     },
   );
