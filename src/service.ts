@@ -1,7 +1,8 @@
 import type { Config } from "./config.js";
 import { openDatabase, redactUrl, type Database } from "./db/database.js";
 import { createAuthenticator } from "./http/auth.js";
-import { buildServer, type App } from "./http/server.js";
+import { buildServer } from "./http/server.js";
+import type { App } from "./http/types.js";
 import type { Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { createServices, type Services } from "./services.js";

@@ -2,6 +2,7 @@ import type { Config } from "./config.js";
 import type { Database } from "./db/database.js";
 import { Calculations } from "./calculation/service.js";
 import { ApiDefinitions } from "./definitions/service.js";
+import { Graph } from "./graph/service.js";
 import { TimeSeries } from "./timeseries/service.js";
 import { TransformPool } from "./transform/pool.js";
 import { DEFAULT_TRANSFORM_LIMITS } from "./transform/transform.js";
@@ -11,6 +12,8 @@ export interface Services {
   apiDefinitions: ApiDefinitions;
   timeSeries: TimeSeries;
   calculations: Calculations;
+  /** Entities and links (the admin graph routes). */
+  graph: Graph;
   /** The threads transforms run in; closed with the service. */
   transforms: TransformPool;
 }
@@ -35,6 +38,7 @@ export function createServices(config: Config, db: Database): Services {
   return {
     timeSeries,
     calculations,
+    graph: new Graph(db.knex),
     transforms,
     apiDefinitions: new ApiDefinitions(db.knex, db.graph, timeSeries, transforms, {
       query,

@@ -1,24 +1,10 @@
 import { randomUUID } from "node:crypto";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  type RawReplyDefaultExpression,
-  type RawRequestDefaultExpression,
-  type RawServerDefault,
-} from "fastify";
-import type { Config } from "../config.js";
-import type { Database } from "../db/database.js";
+import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest } from "fastify";
 import { callerProblem, databaseCause, ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
-import type { Services } from "../services.js";
-import type { RunningWorker } from "../tasks/runner.js";
-import { mayActIn, type Authenticator, type Principal } from "./auth.js";
+import { mayActIn } from "./auth.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
 import { eventRoutes } from "./routes/events.js";
@@ -26,39 +12,8 @@ import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
 import { clientErrorHandler, frameworkProblem, MAX_PARAM_LENGTH, refuseFaultyText, refuseForeignCharset } from "./input.js";
 import { Problem } from "./schemas.js";
+import type { Access, App, ServerDeps } from "./types.js";
 import { schemaCompiler } from "./validation.js";
-
-/** Who may call a route: anyone, any holder of a valid token (and a tenant), or an admin. */
-export type Access = "public" | "user" | "admin";
-
-declare module "fastify" {
-  interface FastifyRequest {
-    principal: Principal | undefined;
-    tenant: string | undefined;
-  }
-  interface FastifyContextConfig {
-    access?: Access;
-  }
-}
-
-export type App = FastifyInstance<
-  RawServerDefault,
-  RawRequestDefaultExpression,
-  RawReplyDefaultExpression,
-  FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
-
-export interface ServerDeps {
-  config: Config;
-  db: Database;
-  logger: Logger;
-  authenticate: Authenticator;
-  services: Services;
-  metrics: Metrics;
-  /** The process-engine workers running now (for the readiness check). */
-  workers: () => RunningWorker[];
-}
 
 const TENANT_PATTERN = /^[\x21-\x7e]{1,128}$/;
 

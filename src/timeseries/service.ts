@@ -2,6 +2,7 @@ import type { Knex } from "knex";
 import { invalidRequest, ProblemError, type ProblemDetail } from "../errors.js";
 import { definingCalculation, indexSetItems, itemActions, missingItems } from "../graph/items.js";
 import { isUuid } from "../input.js";
+import { ingestEvents, type IngestOptions, type IngestResult } from "./ingest.js";
 import { resolveEventDateRange, type EventDateRange } from "./periods.js";
 import { aggregateEvents, checkQueryOptions, lastEvents, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
 
@@ -51,6 +52,11 @@ export class TimeSeries {
     private readonly clock: () => Date = () => new Date(),
     private readonly derive?: Deriver,
   ) {}
+
+  /** `POST /events` and `POST /items/{itemId}/events`: stores an upload's rows (see {@link ingestEvents}). */
+  ingest(tenant: string, rows: AsyncIterable<unknown> | Iterable<unknown>, options: IngestOptions = {}): Promise<IngestResult> {
+    return ingestEvents(this.knex, tenant, rows, options);
+  }
 
   /** `POST /items/{itemId}/events/query`: raw events, or buckets when an aggregation is asked for. */
   async itemQuery(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer | { value: number | null }> {

@@ -1,10 +1,10 @@
-import { Type, type Static } from "typebox";
+import { Type } from "typebox";
 import type { ApiDefinitionInput } from "../../definitions/api-definition.js";
 import { EXTERNAL_ID_MAX_LENGTH } from "../../input.js";
 import { apiRequest } from "../../tasks/tasks.js";
 import { requireTenant } from "../request.js";
 import { ExternalId, NoContent, PageFields, PageQuery } from "../schemas.js";
-import type { App, ServerDeps } from "../server.js";
+import type { App, ServerDeps } from "../types.js";
 
 const DefinitionBody = Type.Object(
   {
@@ -60,10 +60,6 @@ const Definition = Type.Object(
 const Params = Type.Object({ externalId: ExternalId });
 const QueryParameters = Type.Record(Type.String(), Type.Unknown(), { description: "parameter name to value (string, number or boolean)" });
 
-function asInput(body: Static<typeof DefinitionBody>): ApiDefinitionInput {
-  return body as ApiDefinitionInput;
-}
-
 export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
   const definitions = services.apiDefinitions;
   const admin = { access: "admin" as const };
@@ -72,7 +68,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
   app.post(
     "/api-definitions",
     { config: admin, schema: { operationId: "createApiDefinition", summary: "Create an API definition (validated: every problem listed)", tags, body: DefinitionBody, response: { 201: Definition } } },
-    async (request, reply) => reply.status(201).send(await definitions.create(requireTenant(request), asInput(request.body))),
+    async (request, reply) => reply.status(201).send(await definitions.create(requireTenant(request), request.body)),
   );
 
   app.get(
@@ -102,7 +98,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
   app.put(
     "/api-definitions/:externalId",
     { config: admin, schema: { operationId: "replaceApiDefinition", summary: "Replace an API definition (the body's externalId may rename it)", tags, params: Params, body: DefinitionBody, response: { 200: Definition } } },
-    async (request) => definitions.replace(requireTenant(request), request.params.externalId, asInput(request.body)),
+    async (request) => definitions.replace(requireTenant(request), request.params.externalId, request.body),
   );
 
   app.patch(
@@ -153,7 +149,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
     },
     async (request) => {
       const tenant = requireTenant(request);
-      const definition = { externalId: "unsaved", ...request.body.definition } as ApiDefinitionInput;
+      const definition: ApiDefinitionInput = { externalId: "unsaved", ...request.body.definition };
       return definitions.test({ tenant, userId: request.principal?.userId }, definition, request.body.queryParameters);
     },
   );

@@ -1,17 +1,17 @@
 import { Type } from "typebox";
-import type { CalculationData, CalculationDefinitionInput } from "../../calculation/definition.js";
-import type { CalculateRequest } from "../../calculation/service.js";
+import type { CalculationData, CalculationType } from "../../calculation/definition.js";
 import { requireTenant } from "../request.js";
-import { Bucket, ExternalId, NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
-import type { App, ServerDeps } from "../server.js";
+import { Bucket, DateRangeBody, ExternalId, NoContent, PageFields, PageQuery, QueryOptionsBody, Uuid } from "../schemas.js";
+import type { App, ServerDeps } from "../types.js";
 
 const Body = Type.Object(
   {
     name: Type.Optional(Type.String({ maxLength: 500 })),
     externalId: ExternalId,
-    calculationType: Type.String({ description: "EXPRESSION, STATE-EXPRESSION or CALCULATION" }),
+    // Any string and any object here: the service checks both and lists every problem.
+    calculationType: Type.Unsafe<CalculationType>(Type.String({ description: "EXPRESSION, STATE-EXPRESSION or CALCULATION" })),
     active: Type.Optional(Type.Boolean()),
-    data: Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.2 data block; README for CALCULATION" }),
+    data: Type.Unsafe<CalculationData>(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.2 data block; README for CALCULATION" })),
   },
   { additionalProperties: false },
 );
@@ -41,7 +41,7 @@ export function calculationRoutes(app: App, { services }: ServerDeps): void {
     "/calculation-definitions",
     { config: admin, schema: { operationId: "createCalculationDefinition", summary: "Create a calculation definition (every problem listed)", tags, body: Body, response: { 201: Definition } } },
     async (request, reply) =>
-    reply.status(201).send(await calculations.create(requireTenant(request), request.body as unknown as CalculationDefinitionInput)),
+    reply.status(201).send(await calculations.create(requireTenant(request), request.body)),
   );
   app.get(
     "/calculation-definitions",
@@ -65,7 +65,7 @@ export function calculationRoutes(app: App, { services }: ServerDeps): void {
   app.put(
     "/calculation-definitions/:externalId",
     { config: admin, schema: { operationId: "replaceCalculationDefinition", summary: "Replace a calculation definition", tags, params: Params, body: Body, response: { 200: Definition } } },
-    async (request) => calculations.replace(requireTenant(request), request.params.externalId, request.body as unknown as CalculationDefinitionInput),
+    async (request) => calculations.replace(requireTenant(request), request.params.externalId, request.body),
   );
   app.delete(
     "/calculation-definitions/:externalId",
@@ -87,14 +87,14 @@ export function calculationRoutes(app: App, { services }: ServerDeps): void {
         body: Type.Object(
           {
             inputs: Type.Optional(Type.Record(Type.String(), Type.Object({ items: Type.Optional(Type.Array(Type.Object({ id: Uuid }))), value: Type.Optional(Type.Number()) }))),
-            eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-            queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+            eventDateRange: Type.Optional(DateRangeBody),
+            queryOptions: Type.Optional(QueryOptionsBody),
           },
           { additionalProperties: false },
         ),
         response: { 200: Result },
       },
     },
-    async (request) => calculations.calculate(requireTenant(request), request.params.externalId, request.body as CalculateRequest),
+    async (request) => calculations.calculate(requireTenant(request), request.params.externalId, request.body),
   );
 }

@@ -1,12 +1,11 @@
 import type { Readable } from "node:stream";
 import { Type } from "typebox";
 import { ProblemError } from "../../errors.js";
-import { ingestEvents } from "../../timeseries/ingest.js";
-import type { QueryType, SeriesRequest } from "../../timeseries/service.js";
+import type { QueryType } from "../../timeseries/service.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
-import type { App, ServerDeps } from "../server.js";
-import { Bucket, Uuid } from "../schemas.js";
+import type { App, ServerDeps } from "../types.js";
+import { Bucket, DateRangeBody, QueryOptionsBody, Uuid } from "../schemas.js";
 
 const NDJSON = "application/x-ndjson";
 const CSV = "text/csv";
@@ -21,7 +20,7 @@ function uploadRows(contentType: string | undefined, body: unknown): { rows: Asy
   return { rows: events, numericStrings: false };
 }
 
-export function eventRoutes(app: App, { db, services }: ServerDeps): void {
+export function eventRoutes(app: App, { services }: ServerDeps): void {
   // NDJSON and CSV uploads are read as streams, batch by batch, not buffered whole.
   app.addContentTypeParser([NDJSON, CSV], (_request, payload, done) => done(null, payload));
   const admin = { access: "admin" as const };
@@ -70,7 +69,7 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
     },
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
-      const result = await ingestEvents(db.knex, requireTenant(request), rows, { itemId: request.params.itemId.toLowerCase(), partial: request.query.partial, numericStrings });
+      const result = await services.timeSeries.ingest(requireTenant(request), rows, { itemId: request.params.itemId.toLowerCase(), partial: request.query.partial, numericStrings });
       return request.query.partial ? result : { stored: result.stored };
     },
   );
@@ -83,7 +82,7 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
     },
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
-      const result = await ingestEvents(db.knex, requireTenant(request), rows, { partial: request.query.partial, numericStrings });
+      const result = await services.timeSeries.ingest(requireTenant(request), rows, { partial: request.query.partial, numericStrings });
       return request.query.partial ? result : { stored: result.stored };
     },
   );
@@ -95,8 +94,8 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
   const Events = Type.Object({ events: Type.Array(Event) }, { additionalProperties: false });
   const Buckets = Type.Object({ buckets: Type.Array(Bucket) }, { additionalProperties: false });
   const SeriesBody = {
-    eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.3" })),
-    queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.4" })),
+    eventDateRange: Type.Optional(DateRangeBody),
+    queryOptions: Type.Optional(QueryOptionsBody),
   };
   app.post(
     "/items/:itemId/events/query",
@@ -112,7 +111,7 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
         response: { 200: Type.Union([Events, Buckets, Type.Object({ value: Type.Union([Type.Number(), Type.Null()]) }, { additionalProperties: false })]) },
       },
     },
-    async (request) => services.timeSeries.itemQuery(requireTenant(request), request.params.itemId, request.body as SeriesRequest),
+    async (request) => services.timeSeries.itemQuery(requireTenant(request), request.params.itemId, request.body),
   );
 
   app.post(
@@ -124,7 +123,7 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
         summary: "One series per item (raw or aggregated), or with queryType SINGLEAGGREGATION one timeline over an index set's items",
         tags,
         body: Type.Object(
-          { itemIds: Type.Optional(Type.Array(Type.String(), { maxItems: 10_000 })), queryType: Type.Optional(Type.String()), ...SeriesBody },
+          { itemIds: Type.Optional(Type.Array(Type.String(), { maxItems: 10_000 })), queryType: Type.Optional(Type.Unsafe<QueryType>(Type.String())), ...SeriesBody },
           { additionalProperties: false },
         ),
         response: {
@@ -145,6 +144,6 @@ export function eventRoutes(app: App, { db, services }: ServerDeps): void {
         },
       },
     },
-    async (request) => services.timeSeries.timelineQuery(requireTenant(request), request.body as SeriesRequest & { itemIds?: string[]; queryType?: QueryType }),
+    async (request) => services.timeSeries.timelineQuery(requireTenant(request), request.body),
   );
 }

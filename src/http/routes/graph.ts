@@ -1,8 +1,5 @@
 import { Type } from "typebox";
-import { ProblemError } from "../../errors.js";
-import { deleteEntity, getEntity, listEntities, upsertEntities } from "../../graph/entities.js";
-import { createLinks } from "../../graph/links.js";
-import type { App, ServerDeps } from "../server.js";
+import type { App, ServerDeps } from "../types.js";
 import { requireTenant } from "../request.js";
 import { NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
 
@@ -18,7 +15,8 @@ const EntityRef = Type.Union([
 ]);
 const Handle = Type.Object({ id: Uuid, type: Type.String(), key: Type.String() });
 
-export function graphRoutes(app: App, { db }: ServerDeps): void {
+export function graphRoutes(app: App, { services }: ServerDeps): void {
+  const graph = services.graph;
   app.post(
     "/graph/entities",
     {
@@ -47,7 +45,7 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
         response: { 200: Type.Object({ entities: Type.Array(Entity) }) },
       },
     },
-    async (request) => ({ entities: await upsertEntities(db.knex, requireTenant(request), request.body.entities) }),
+    async (request) => ({ entities: await graph.upsert(requireTenant(request), request.body.entities) }),
   );
 
   app.post(
@@ -69,7 +67,7 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
         response: { 200: Type.Object({ links: Type.Array(Type.Object({ from: Handle, relation: Type.String(), to: Handle })) }) },
       },
     },
-    async (request) => ({ links: await createLinks(db.knex, requireTenant(request), request.body.links) }),
+    async (request) => ({ links: await graph.link(requireTenant(request), request.body.links) }),
   );
 
   app.get(
@@ -89,7 +87,7 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
         },
       },
     },
-    async (request) => listEntities(db.knex, requireTenant(request), request.query),
+    async (request) => graph.list(requireTenant(request), request.query),
   );
 
   app.get(
@@ -98,11 +96,7 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
       config: { access: "admin" },
       schema: { operationId: "getEntity", summary: "Read one entity", tags: ["graph"], params: Type.Object({ id: Uuid }), response: { 200: Entity } },
     },
-    async (request) => {
-      const entity = await getEntity(db.knex, requireTenant(request), request.params.id);
-      if (entity === undefined) throw entityNotFound(request.params.id);
-      return entity;
-    },
+    async (request) => graph.get(requireTenant(request), request.params.id),
   );
 
   app.delete(
@@ -112,12 +106,8 @@ export function graphRoutes(app: App, { db }: ServerDeps): void {
       schema: { operationId: "deleteEntity", summary: "Delete an entity with its links (and an Item's events)", tags: ["graph"], params: Type.Object({ id: Uuid }), response: { 204: NoContent } },
     },
     async (request, reply) => {
-      if (!(await deleteEntity(db.knex, requireTenant(request), request.params.id))) throw entityNotFound(request.params.id);
+      await graph.delete(requireTenant(request), request.params.id);
       return reply.status(204).send(null);
     },
   );
-}
-
-function entityNotFound(id: string): ProblemError {
-  return new ProblemError("INVALID_REQUEST", `there is no entity with id ${id} in this tenant`, { status: 404 });
 }

@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import { ProblemError } from "../../errors.js";
-import type { App, ServerDeps } from "../server.js";
+import type { App, ServerDeps } from "../types.js";
 
 /**
  * Why the database check failed, in words that quote nothing of the database's own message (that

@@ -1,0 +1,43 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
+import type { Config } from "../config.js";
+import type { Database } from "../db/database.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import type { Services } from "../services.js";
+import type { RunningWorker } from "../tasks/runner.js";
+import type { Authenticator, Principal } from "./auth.js";
+
+/** The types the server and its route files share; they import them from here, not from each other. */
+
+/** Who may call a route: anyone, any holder of a valid token (and a tenant), or an admin. */
+export type Access = "public" | "user" | "admin";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal: Principal | undefined;
+    tenant: string | undefined;
+  }
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+}
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface ServerDeps {
+  config: Config;
+  db: Database;
+  logger: Logger;
+  authenticate: Authenticator;
+  services: Services;
+  metrics: Metrics;
+  /** The process-engine workers running now (for the readiness check). */
+  workers: () => RunningWorker[];
+}
