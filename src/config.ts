@@ -3,7 +3,7 @@ import { accessSync, constants, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import { EXPRESSION_LIMIT_CEILINGS } from "./calculation/expression-size.js";
-import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from "./db/timeouts.js";
+import { DEFAULT_DATABASE_TIMEOUTS, DEFAULT_QUERY_TIMEOUT_MS, type DatabaseTimeouts } from "./db/timeouts.js";
 
 /**
  * Everything the server and the workers read from the environment, validated once at start-up.
@@ -323,7 +323,7 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
       problems.push("ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none");
     }
     // A graph query is a database statement: its own time-out cannot be the longer one.
-    const graphTimeout = parsed.data.QUERY_TIMEOUT_MS ?? 5000;
+    const graphTimeout = parsed.data.QUERY_TIMEOUT_MS ?? DEFAULT_QUERY_TIMEOUT_MS;
     const statementTimeout = parsed.data.DATABASE_STATEMENT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.statementMs;
     if (graphTimeout > statementTimeout) {
       problems.push(`QUERY_TIMEOUT_MS (${graphTimeout}) must not be longer than DATABASE_STATEMENT_TIMEOUT_MS (${statementTimeout})`);
@@ -350,7 +350,7 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     auth,
     defaultTimeZone: e.DEFAULT_TIME_ZONE ?? "Europe/Brussels",
     bodyLimitBytes: e.BODY_LIMIT_BYTES ?? 10 * 1024 * 1024,
-    queryTimeoutMs: e.QUERY_TIMEOUT_MS ?? 5000,
+    queryTimeoutMs: e.QUERY_TIMEOUT_MS ?? DEFAULT_QUERY_TIMEOUT_MS,
     queryMaxRows: e.QUERY_MAX_ROWS ?? 10_000,
     transformTimeoutMs: e.TRANSFORM_TIMEOUT_MS ?? 2000,
     transformProcesses: e.TRANSFORM_PROCESSES ?? Math.max(2, availableParallelism()),

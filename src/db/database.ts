@@ -10,7 +10,7 @@ import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { migrate } from "./migrate.js";
 import { keepStatisticsFresh } from "./statistics.js";
-import { DatabaseTimeoutError, DEFAULT_DATABASE_TIMEOUTS, READ_TIMEOUT_MARGIN_MS, type DatabaseTimeouts } from "./timeouts.js";
+import { DatabaseTimeoutError, DEFAULT_DATABASE_TIMEOUTS, DEFAULT_QUERY_TIMEOUT_MS, READ_TIMEOUT_MARGIN_MS, type DatabaseTimeouts } from "./timeouts.js";
 import { isPassingFault } from "../errors.js";
 
 export interface DatabaseOptions {
@@ -192,7 +192,7 @@ function postgresPool(url: string, options: DatabaseOptions, timeouts: DatabaseT
 
 function openPostgres(url: string, options: DatabaseOptions, timeouts: DatabaseTimeouts): Database {
   const knex = postgresPool(url, options, timeouts, { statementMs: timeouts.statementMs, poolSize: options.poolSize, acquireMs: timeouts.acquireMs });
-  const timeout = Math.max(1, Math.floor(options.queryTimeoutMs ?? 5000));
+  const timeout = Math.max(1, Math.floor(options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS));
   // Graph queries: statement_timeout is the graph query time-out (QUERY_TIMEOUT_MS), answered 422.
   const graph = postgresPool(url, options, timeouts, {
     statementMs: timeout,

@@ -27,6 +27,9 @@ export interface DatabaseTimeouts {
   startupMs: number;
 }
 
+/** QUERY_TIMEOUT_MS: the statement time-out of graph queries, unless configured. */
+export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
+
 export const DEFAULT_DATABASE_TIMEOUTS: Readonly<DatabaseTimeouts> = {
   connectMs: 5000,
   acquireMs: 10_000,
