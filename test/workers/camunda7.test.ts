@@ -114,6 +114,8 @@ describe("Camunda 7 worker against a real engine", function () {
     const { logs } = start(broken.services);
     const id = await run({ queryParameters: { publicId: "AGR-1" } });
     expect(await engine.settle(id, 60_000)).to.equal("incident");
+    // The incident can be raised before the worker has logged the acknowledged third failure.
+    await waitUntil(() => taskLines(logs.entries, "failure UNAVAILABLE").length >= 3, "three failures logged");
     // The task came with no retries set (the default 3 applies), then 2, then 1.
     expect(taskLines(logs.entries, "failure UNAVAILABLE").map((e) => e.retries)).to.deep.equal([null, 2, 1]);
     const log = await engine.call<{ retries: number; timestamp: string }[]>("GET", `/history/external-task-log?processInstanceId=${id}&failureLog=true&sortBy=timestamp&sortOrder=asc`);
@@ -134,6 +136,7 @@ describe("Camunda 7 worker against a real engine", function () {
     // The example's gateway reads `result`; written to another variable, the gateway fails inside the completion.
     const id = await run({ queryParameters: { publicId: "AGR-1" }, resultVariable: "elsewhere" });
     expect(await engine.settle(id, 60_000)).to.equal("incident");
+    await waitUntil(() => taskLines(logs.entries, "failure COMPLETION_REFUSED").length >= 3, "three failures logged");
     expect(taskLines(logs.entries, "failure COMPLETION_REFUSED")).to.have.length(3);
     const [incident] = await engine.call<{ incidentMessage: string }[]>("GET", `/incident?processInstanceId=${id}`);
     expect(incident?.incidentMessage).to.match(/^the engine refused the completion/);

@@ -103,6 +103,8 @@ describe("Zeebe worker against a real broker", function () {
     const failures = async () => (await engine.records("JOB")).filter((r) => r.intent === "FAILED" && String(r.value.processInstanceKey) === String(key));
     // The back-offs (1 s, then 2 s) run on the broker's wall clock before the job recurs.
     expect(await engine.settle(key, 30_000)).to.equal("incident");
+    // The incident can be raised before the worker has logged the acknowledged third failure.
+    await waitUntil(() => taskLines(logs.entries, "failure UNAVAILABLE").length >= 3, "three failures logged");
     // The job came with 3, 2 and 1 retries; at 0 the engine raised the incident.
     expect(taskLines(logs.entries, "failure UNAVAILABLE").map((e) => e.retries)).to.deep.equal([3, 2, 1]);
     const failed = await failures();
@@ -256,6 +258,7 @@ describe("Zeebe worker against a real broker", function () {
       expect(intents).to.not.include("TIMED_OUT");
       expect(intents.filter((i) => i === "TIMEOUT_UPDATED").length).to.be.greaterThan(2);
       expect(intents.at(-1)).to.equal("COMPLETED");
+      await waitUntil(() => taskLines(logs.entries, "completed").length > 0, "completion logged");
       expect(taskLines(logs.entries, "completed")).to.have.length(1);
       expect(logs.entries.filter((e) => e.message === "job timeout extension failed")).to.deep.equal([]);
     } finally {
