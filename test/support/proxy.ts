@@ -5,7 +5,8 @@ import { freePort } from "./process.js";
 /**
  * A TCP relay in front of an engine, to take its connection away and give it back: `cut()` closes
  * every connection and stops listening (the port refuses connections, as for an engine that went
- * down), `restore()` listens again on the same port.
+ * down), `restore()` listens again on the same port. `muteReplies()` keeps the connections open but
+ * drops what the target sends, as for a server that stopped answering.
  */
 export class TcpProxy {
   private server: Server | undefined;
@@ -13,6 +14,7 @@ export class TcpProxy {
 
   /** Connections accepted so far. */
   accepted = 0;
+  private muted = false;
 
   private constructor(
     readonly port: number,
@@ -47,7 +49,10 @@ export class TcpProxy {
           upstream.destroy();
         });
       }
-      client.pipe(upstream).pipe(client);
+      client.pipe(upstream);
+      upstream.on("data", (chunk: Buffer) => {
+        if (!this.muted) client.write(chunk);
+      });
     };
     const server = this.tls === undefined ? createServer(relay) : createTlsServer(this.tls, relay);
     this.server = server;
@@ -55,6 +60,15 @@ export class TcpProxy {
       server.once("error", reject);
       server.listen(this.port, "127.0.0.1", () => resolve());
     });
+  }
+
+  /** From now on, what the target sends is dropped (until `unmute()`); the connections stay open. */
+  muteReplies(): void {
+    this.muted = true;
+  }
+
+  unmute(): void {
+    this.muted = false;
   }
 
   async cut(): Promise<void> {
