@@ -21,7 +21,7 @@ async function demo(): Promise<void> {
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
   await runService(config, logger, async (service) => {
-    const seeded = await seedDemo(service.db.knex, service.services.apiDefinitions);
+    const seeded = await seedDemo(service.db.knex, service.services);
     logger.info("demo data ready", { tenant: DEMO_TENANT, ...seeded });
     const base = `http://localhost:${config.port}`;
     const lines = [`\nThe service runs on ${base} (OpenAPI description: ${base}/openapi.json).`];
