@@ -24,7 +24,7 @@ async function demo(): Promise<void> {
     const seeded = await seedDemo(service.db.knex, service.services);
     logger.info("demo data ready", { tenant: DEMO_TENANT, ...seeded });
     const base = `http://localhost:${config.port}`;
-    const lines = [`\nThe service runs on ${base} (OpenAPI description: ${base}/openapi.json).`];
+    const lines = [`\nThe service runs on ${base} (OpenAPI description: ${base}/openapi.json; admin console: ${base}/console).`];
     if (config.auth.disabled === false && config.auth.key.kind === "secret") {
       const token = await new SignJWT({ roles: ["admin"], [config.auth.tenantsClaim]: [DEMO_TENANT] })
         .setProtectedHeader({ alg: "HS256", typ: "JWT" })
