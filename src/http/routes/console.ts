@@ -34,11 +34,9 @@ export async function consoleRoutes(app: App, dir = CONSOLE_DIR): Promise<void> 
     });
     return;
   }
-  app.get("/console", { schema: { hide: true } }, async (_request, reply) => reply.redirect("/console/"));
   await app.register(fastifyStatic, {
     root: dir,
     prefix: "/console/",
-    redirect: true,
     index: ["index.html"],
     // Assets carry a content hash in their name; index.html does not and is always revalidated.
     setHeaders: (res, path) => {
@@ -47,4 +45,17 @@ export async function consoleRoutes(app: App, dir = CONSOLE_DIR): Promise<void> 
       res.header("cache-control", path.endsWith("index.html") ? "no-cache" : "public, max-age=31536000, immutable");
     },
   });
+  // The page at /console itself, as at /console/ (its assets are addressed from /console/).
+  app.get(
+    "/console",
+    {
+      schema: {
+        operationId: "openConsole",
+        summary: "The admin console's page (HTML; its assets under /console/; no token needed, contract §11)",
+        tags: ["console"],
+        response: { 200: { description: "the console's page", content: { "text/html": { schema: { type: "string" } } } } },
+      },
+    },
+    async (_request, reply) => reply.sendFile("index.html"),
+  );
 }
