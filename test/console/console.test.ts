@@ -129,7 +129,12 @@ describe("admin console in a browser", function () {
   });
 
   it("marks a transform syntax error at its line and column, and names an undeclared variable", async () => {
-    await page.getByRole("tab", { name: "Transform" }).click();
+    // The tabs work from the keyboard: arrow keys move between them.
+    await page.getByRole("tab", { name: "Query" }).focus();
+    await page.keyboard.press("ArrowRight");
+    expect(await page.getByRole("tab", { name: "Transform" }).getAttribute("aria-selected")).to.equal("true");
+    expect(await page.getByRole("tabpanel", { name: "Transform" }).isVisible()).to.equal(true);
+    expect(await page.getByRole("tabpanel", { name: "Query" }).isHidden()).to.equal(true);
     await setEditor("Transform", '{\n  "points": result(?accessPoint) { externalId } +\n}');
     await page.getByRole("button", { name: "Run", exact: true }).click();
     const problems = status("Definition status");
