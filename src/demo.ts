@@ -21,10 +21,10 @@ async function demo(): Promise<void> {
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
   await runService(config, logger, async (service) => {
-    const seeded = await seedDemo(service.db.knex, service.services.apiDefinitions);
+    const seeded = await seedDemo(service.db.knex, service.services);
     logger.info("demo data ready", { tenant: DEMO_TENANT, ...seeded });
     const base = `http://localhost:${config.port}`;
-    const lines = [`\nThe service runs on ${base} (OpenAPI description: ${base}/openapi.json).`];
+    const lines = [`\nThe service runs on ${base} (OpenAPI description: ${base}/openapi.json; admin console: ${base}/console).`];
     if (config.auth.disabled === false && config.auth.key.kind === "secret") {
       const token = await new SignJWT({ roles: ["admin"], [config.auth.tenantsClaim]: [DEMO_TENANT] })
         .setProtectedHeader({ alg: "HS256", typ: "JWT" })

@@ -1,9 +1,10 @@
 import type { Knex } from "knex";
 import type { ApiDefinitionInput } from "../definitions/api-definition.js";
-import type { ApiDefinitions } from "../definitions/service.js";
 import { ProblemError } from "../errors.js";
 import { upsertEntities, type EntityInput } from "../graph/entities.js";
 import { createLinks, type LinkInput } from "../graph/links.js";
+import type { Services } from "../services.js";
+import { NET_CALCULATION, siteEvents, siteGraph } from "./series.js";
 
 export const DEMO_TENANT = "demo";
 
@@ -82,15 +83,37 @@ export function exampleGraph(tenant: string, agreements: ExampleAgreement[]): { 
   return { entities, links };
 }
 
-/** Seeds the demo graph and the example definition; seeding twice changes nothing. */
-export async function seedDemo(knex: Knex, definitions: ApiDefinitions, tenant = DEMO_TENANT): Promise<{ entities: number; links: number; apiDefinitions: number }> {
-  const { entities, links } = exampleGraph(tenant, DEMO_AGREEMENTS);
+export interface DemoSeeded {
+  entities: number;
+  links: number;
+  events: number;
+  apiDefinitions: number;
+  calculationDefinitions: number;
+}
+
+/**
+ * Seeds the demo into a tenant: the contract graph and the example API Definition, the Site with its
+ * metered Items and their events, a derived Item and the stored Calculation Definition. Seeding twice
+ * changes nothing (upserts; an event sent again replaces itself; a stored definition is kept as it is).
+ */
+export async function seedDemo(knex: Knex, services: Pick<Services, "apiDefinitions" | "calculations" | "timeSeries">, tenant = DEMO_TENANT): Promise<DemoSeeded> {
+  const contract = exampleGraph(tenant, DEMO_AGREEMENTS);
+  const site = siteGraph(tenant);
+  const entities = [...contract.entities, ...site.entities];
+  const links = [...contract.links, ...site.links];
   await upsertEntities(knex, tenant, entities);
   await createLinks(knex, tenant, links);
+  const { stored } = await services.timeSeries.ingest(tenant, siteEvents(tenant));
+  await keepIfStored(() => services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION));
+  await keepIfStored(() => services.calculations.create(tenant, NET_CALCULATION));
+  return { entities: entities.length, links: links.length, events: stored, apiDefinitions: 1, calculationDefinitions: 1 };
+}
+
+/** Creates a definition unless one of that externalId is stored already (a restart, or the user's own edit). */
+async function keepIfStored(create: () => Promise<unknown>): Promise<void> {
   try {
-    await definitions.create(tenant, EXAMPLE_DEFINITION);
+    await create();
   } catch (err) {
     if (!(err instanceof ProblemError && err.status === 409)) throw err;
   }
-  return { entities: entities.length, links: links.length, apiDefinitions: 1 };
 }

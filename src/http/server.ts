@@ -7,6 +7,7 @@ import type { Logger } from "../logger.js";
 import { mayActIn } from "./auth.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
+import { consoleRoutes } from "./routes/console.js";
 import { eventRoutes } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
@@ -121,6 +122,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   apiDefinitionRoutes(app, deps);
   eventRoutes(app, deps);
   calculationRoutes(app, deps);
+  await consoleRoutes(app);
   return app;
 }
 

@@ -28,7 +28,7 @@ interface Description {
   components: { schemas: Record<string, Json>; securitySchemes: Record<string, Json> };
 }
 
-const PUBLIC = ["/health", "/ready", "/metrics"];
+const PUBLIC = ["/health", "/ready", "/metrics", "/console"];
 const here = dirname(fileURLToPath(import.meta.url));
 
 export async function describeService(): Promise<Description> {

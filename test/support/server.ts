@@ -6,7 +6,7 @@ import { buildServer } from "../../src/http/server.js";
 import type { App } from "../../src/http/types.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
-import { createServices } from "../../src/services.js";
+import { createServices, type Services } from "../../src/services.js";
 import type { RunningWorker } from "../../src/tasks/runner.js";
 import { adminToken, TEST_JWT_SECRET } from "./tokens.js";
 
@@ -25,6 +25,7 @@ export interface TestServer {
   logs: MemoryTransport;
   logger: Logger;
   metrics: Metrics;
+  services: Services;
 }
 
 /** A server on an open test database, configured as from the environment `env` (HS256 by default). */
@@ -38,7 +39,7 @@ export async function testServer(db: Database, env: Record<string, string> = {},
   const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services, metrics, workers: () => workers });
   app.addHook("onClose", () => services.transforms.close());
   await app.ready();
-  return { app, config, logs, logger, metrics };
+  return { app, config, logs, logger, metrics, services };
 }
 
 /** For a suite on one backend: a server and an admin token, made before its tests, the server closed after them. */
