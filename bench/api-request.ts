@@ -8,6 +8,7 @@
  * own CPU is taken from the server and the database.
  *
  *   npm run build && node dist/bench/api-request.js [--agreements=20000] [--requests=3000] [--concurrency=16]
+ *     [--graph-tenant=T]  (a tenant already seeded with `--agreements` agreements: kept, not seeded again)
  */
 import { randomUUID } from "node:crypto";
 import { Agent, request as httpRequest } from "node:http";
@@ -29,15 +30,19 @@ const SECRET = "bench-secret-that-is-at-least-32-bytes-long";
 
 async function main(): Promise<void> {
   const db = await openDatabase({ databaseUrl, dataDir: "memory://", poolSize: 4 });
-  const tenant = `bench-api-${randomUUID()}`;
+  const kept = option("graph-tenant", "");
+  const tenant = kept !== "" ? kept : `bench-api-${randomUUID()}`;
   const port = await freePort();
   const server = startNode("dist/src/main.js", { DATABASE_URL: databaseUrl, JWT_SECRET: SECRET, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", DATABASE_POOL_SIZE: String(concurrency) });
   // The raw SQL's own pool, connections set up as the service's graph pool sets up its own.
   const rawPool = new pg.Pool({ connectionString: databaseUrl, max: concurrency, options: "-c join_collapse_limit=1" });
   try {
-    const count = await seedGraph(db.knex, tenant, agreements);
-    await db.knex.raw("analyze entities");
-    await db.knex.raw("analyze links");
+    await db.knex("api_definitions").where({ tenant }).del();
+    const count = kept !== "" ? Number((await db.knex("entities").where({ tenant }).count({ n: "*" }))[0]?.n) : await seedGraph(db.knex, tenant, agreements);
+    if (kept === "") {
+      await db.knex.raw("analyze entities");
+      await db.knex.raw("analyze links");
+    }
     await server.waitFor(/listening|"level":"warn"/).catch(() => undefined);
     await waitForHealth(port);
     console.log(`postgres: ${count} entities, server pid ${server.child.pid}, ${concurrency} concurrent clients`);
@@ -89,8 +94,10 @@ async function main(): Promise<void> {
     await server.exited;
     await rawPool.end();
     await db.knex("api_definitions").where({ tenant }).del();
-    await db.knex("links").where({ tenant }).del();
-    await db.knex("entities").where({ tenant }).del();
+    if (kept === "") {
+      await db.knex("links").where({ tenant }).del();
+      await db.knex("entities").where({ tenant }).del();
+    }
     await db.close();
   }
 }
