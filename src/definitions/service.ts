@@ -3,7 +3,7 @@ import { CompiledCache } from "../compiled-cache.js";
 import type { GraphSession } from "../db/database.js";
 import { ProblemError, type ProblemDetail } from "../errors.js";
 import type { QueryParameters } from "../graph/query/compiler.js";
-import { executeQuery, type QueryLimits, type QueryOutput } from "../graph/query/execute.js";
+import { executeGuardedQuery, executeQuery, type QueryLimits, type QueryOutput } from "../graph/query/execute.js";
 import type { EventDateRange } from "../timeseries/periods.js";
 import type { QueryOptions } from "../timeseries/query.js";
 import type { SeriesAnswer, TimeSeries } from "../timeseries/service.js";
@@ -31,9 +31,23 @@ export interface TestOutcome {
   problems: ProblemDetail[];
 }
 
+/** A definition as a request last read it, compiled. */
+interface KnownDefinition {
+  definition: ApiDefinition;
+  compiled: CompiledDefinition;
+}
+
 /** API Definitions: stored, validated on save, compiled once, requested by externalId. */
 export class ApiDefinitions {
   private readonly cache: CompiledCache<CompiledDefinition>;
+  /**
+   * The definitions requested lately, by tenant and externalId, least recently used dropped first.
+   * Never trusted as they are: a request runs its query with a guard that the stored row is still
+   * this one, in the query's own statement ({@link executeGuardedQuery}), and reads the row anew
+   * when it is not. So a change made through any replica is seen by the next request everywhere.
+   */
+  private readonly known = new Map<string, KnownDefinition>();
+  private readonly knownCapacity: number;
 
   constructor(
     private readonly knex: Knex,
@@ -44,6 +58,7 @@ export class ApiDefinitions {
     cacheSize = 1000,
   ) {
     this.cache = new CompiledCache(cacheSize);
+    this.knownCapacity = cacheSize;
   }
 
   async create(tenant: string, input: ApiDefinitionInput): Promise<ApiDefinition> {
@@ -81,17 +96,63 @@ export class ApiDefinitions {
   /**
    * Runs a stored definition (contract §3.2): looked up in the caller's tenant only; inactive is a
    * 409; the parameters must be exactly the declared ones, with `userId` and `tenantId` from the caller.
+   * A definition run before is not looked up again: its query runs guarded, in one statement, and
+   * only a guard that fails (the row changed) costs the look-up.
    */
   async request(caller: Caller, externalId: string, queryParameters: Record<string, unknown> | undefined): Promise<unknown> {
-    const definition = await store.findDefinition(this.knex, caller.tenant, externalId);
+    const key = CompiledCache.key(caller.tenant, externalId);
+    const known = this.known.get(key);
+    if (known !== undefined) {
+      const answer = await this.runKnown(caller, known, queryParameters);
+      if (answer !== STALE) {
+        if (this.known.get(key) === known) this.remember(key, known);
+        return answer;
+      }
+      if (this.known.get(key) === known) this.known.delete(key);
+    }
+    const fresh = await this.load(caller.tenant, externalId);
+    this.remember(key, fresh);
+    const params = resolveParameters(fresh.compiled.declared, queryParameters ?? {}, caller);
+    const queryOutput = await executeQuery(this.graph, fresh.compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
+    return this.answer(caller, fresh, params, queryOutput);
+  }
+
+  /** Runs a definition read by an earlier request, if it is still the stored one; STALE when it is not (or may not be). */
+  private async runKnown(caller: Caller, known: KnownDefinition, queryParameters: Record<string, unknown> | undefined): Promise<unknown> {
+    let params: QueryParameters;
+    try {
+      params = resolveParameters(known.compiled.declared, queryParameters ?? {}, caller);
+    } catch {
+      // Perhaps wrong only for this version: the stored definition decides, and names the problems.
+      return STALE;
+    }
+    const { definition } = known;
+    const guard = { table: "api_definitions" as const, externalId: definition.externalId, id: definition.id, updatedAt: definition.updatedAt };
+    const queryOutput = await executeGuardedQuery(this.graph, known.compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" }, guard);
+    if (queryOutput === undefined) return STALE;
+    return this.answer(caller, known, params, queryOutput);
+  }
+
+  /** Reads the stored definition: 404 when there is none, 409 when it is inactive; compiled once per version. */
+  private async load(tenant: string, externalId: string): Promise<KnownDefinition> {
+    const definition = await store.findDefinition(this.knex, tenant, externalId);
     if (definition === undefined) throw notFound(externalId);
     if (!definition.active) {
       throw new ProblemError("API_DEFINITION_INACTIVE", `API definition "${externalId}" exists but is not active`);
     }
-    const key = CompiledCache.key(caller.tenant, definition.externalId, definition.updatedAt);
+    const key = CompiledCache.key(tenant, definition.externalId, definition.updatedAt);
     const compiled = await this.cache.get(key, () => compileDefinition({ ...definition, name: definition.name ?? undefined, version: definition.version ?? undefined }, this.limits.transform));
-    const params = resolveParameters(compiled.declared, queryParameters ?? {}, caller);
-    const queryOutput = await executeQuery(this.graph, compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
+    return { definition, compiled };
+  }
+
+  private remember(key: string, known: KnownDefinition): void {
+    this.known.delete(key);
+    this.known.set(key, known);
+    if (this.known.size > this.knownCapacity) this.known.delete(this.known.keys().next().value!);
+  }
+
+  private async answer(caller: Caller, known: KnownDefinition, params: QueryParameters, queryOutput: QueryOutput): Promise<unknown> {
+    const { compiled, definition } = known;
     if (compiled.transform === undefined) return queryOutput;
     return (await this.transforms.evaluate(compiled.transform, await this.transformInput(caller, definition.data, compiled, queryOutput, params))) ?? null;
   }
@@ -155,6 +216,9 @@ export class ApiDefinitions {
     }
   }
 }
+
+/** A known definition's guard failed: the stored row is no longer the one it was compiled from. */
+const STALE = Symbol("stale");
 
 function notFound(externalId: string): ProblemError {
   return new ProblemError("API_DEFINITION_NOT_FOUND", `there is no API definition "${externalId}" in this tenant`);

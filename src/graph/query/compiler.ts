@@ -180,7 +180,7 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
     `from ${from.join(" ")} where ${where.join(" and ")} limit ${bind((c) => c.maxRows + 1)}) r`;
   const marked =
     `with m as (${matchSql}) ` +
-    `select u.label, e.id, e.type, e.key, e.attributes, u.value, (select count(*)::int from m) as matches ` +
+    `select u.label, e.id, e.type, e.key, e.attributes, u.value, (select count(*)::int from m) as matches, u.first ` +
     `from (${groups.join(" union all ")}) u left join entities e on e.tenant = ${tenant()} and e.id = u.id ` +
     `order by u.label, u.first`;
   const visits = bind((c) => c.maxVisits ?? Number.MAX_SAFE_INTEGER);

@@ -33,6 +33,21 @@ const WORK_BUDGET_EXCEEDED = "GQ001";
 export const VISITS_PER_MATCH_ROW = 50;
 
 /**
+ * The stored definition a query was compiled from, as it was read: the guarded statement runs
+ * the walk only while that row is still there, unchanged and active.
+ */
+export interface DefinitionGuard {
+  table: "api_definitions";
+  externalId: string;
+  id: string;
+  /** The row's updated_at (ISO, milliseconds): every change moves it. */
+  updatedAt: string;
+}
+
+/** A row of the guarded statement: with no match row, the guard's own row has no label. */
+type GuardedRow = Omit<OutputRow, "label"> & { label: number | null; current: boolean };
+
+/**
  * Runs a compiled query in the caller's tenant, as one statement inside a transaction that
  * carries the statement time-out. Going past either limit fails with a clear 422, never a partial answer.
  */
@@ -43,35 +58,84 @@ export async function executeQuery(
   params: QueryParameters,
   limits: QueryLimits,
 ): Promise<QueryOutput> {
+  return outputOf(compiled, await runStatement(session, compiled, tenant, params, limits), limits);
+}
+
+/**
+ * Runs a compiled query only if its definition is still as `guard` says, in the same statement:
+ * the definition is read in the statement's own snapshot, so a change or a deactivation committed
+ * before the statement started is always seen, with no round trip of its own. Undefined when the
+ * definition is no longer the guard's (changed, inactive, renamed or deleted): the walk did not run.
+ */
+export async function executeGuardedQuery(
+  session: GraphSession,
+  compiled: CompiledQuery,
+  tenant: string,
+  params: QueryParameters,
+  limits: QueryLimits,
+  guard: DefinitionGuard,
+): Promise<QueryOutput | undefined> {
+  const rows = (await runStatement(session, compiled, tenant, params, limits, guard)) as unknown as GuardedRow[];
+  if (rows[0]?.current !== true) return undefined;
+  return outputOf(compiled, rows[0].label === null ? [] : (rows as OutputRow[]), limits);
+}
+
+/**
+ * The statement with its guard: one row saying whether the definition is current, joined to the
+ * walk's rows, which run only when it is (a one-time filter on the guard's value).
+ */
+function guardedSql(sql: string, guard: DefinitionGuard): { sql: string; bindings: (tenant: string) => unknown[] } {
+  return {
+    sql:
+      `select g.current, q.* from (select exists (select 1 from ${guard.table} d where d.tenant = ? and d.external_id = ? and d.id = ? ` +
+      `and d.updated_at = ?::timestamptz and d.active) as current) g left join lateral (select * from (${sql}) s where g.current) q on true ` +
+      `order by q.label, q.first`,
+    bindings: (tenant) => [tenant, guard.externalId, guard.id, guard.updatedAt],
+  };
+}
+
+async function runStatement(
+  session: GraphSession,
+  compiled: CompiledQuery,
+  tenant: string,
+  params: QueryParameters,
+  limits: QueryLimits,
+  guard?: DefinitionGuard,
+): Promise<OutputRow[]> {
   const failureCode = limits.failureCode ?? "TRANSFORM_FAILED";
   const maxVisits = limits.maxVisits ?? limits.maxRows * VISITS_PER_MATCH_ROW;
+  const statement = (sql: string, bindings: unknown[]) => {
+    if (guard === undefined) return { sql, bindings: bindings as Knex.RawBinding[] };
+    const wrapped = guardedSql(sql, guard);
+    return { sql: wrapped.sql, bindings: [...wrapped.bindings(tenant), ...bindings] as Knex.RawBinding[] };
+  };
   let rows: OutputRow[];
   try {
     if (session.presetTimeoutMs === limits.timeoutMs && session.workBudget !== true) {
       // The pool's connections carry statement_timeout and join_collapse_limit: one round trip.
-      const bindings = compiled.bind({ tenant, params, maxRows: limits.maxRows });
-      rows = ((await session.knex.raw(compiled.sql, bindings as Knex.RawBinding[])) as { rows: OutputRow[] }).rows;
+      const run = statement(compiled.sql, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
+      rows = ((await session.knex.raw(run.sql, run.bindings)) as { rows: OutputRow[] }).rows;
     } else if (session.workBudget === true) {
       // Nothing can interrupt a statement here: the statement counts the rows it visits and
       // stops itself past the budget. The count starts from zero for every query (one connection).
-      const bindings = compiled.bindBudgeted({ tenant, params, maxRows: limits.maxRows, maxVisits });
+      const run = statement(compiled.budgetedSql, compiled.bindBudgeted({ tenant, params, maxRows: limits.maxRows, maxVisits }));
       rows = await session.knex.transaction(async (trx) => {
         // No Memoize or Materialize: a step served from a cache would not be counted.
         await trx.raw(
           "select set_config('join_collapse_limit', '1', true), set_config('enable_memoize', 'off', true), " +
             "set_config('enable_material', 'off', true), setval('graph_work_visits', 0)",
         );
-        return ((await trx.raw(compiled.budgetedSql, bindings as Knex.RawBinding[])) as { rows: OutputRow[] }).rows;
+        return ((await trx.raw(run.sql, run.bindings)) as { rows: OutputRow[] }).rows;
       });
     } else {
-      const bindings = compiled.bind({ tenant, params, maxRows: limits.maxRows });
+      const run = statement(compiled.sql, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
       rows = await session.knex.transaction(async (trx) => {
         // join_collapse_limit = 1: PostgreSQL keeps the join order the compiler wrote (and skips
         // searching for another: planning a 13-relation walk otherwise takes longer than running it).
         await trx.raw("select set_config('statement_timeout', ?, true), set_config('join_collapse_limit', '1', true)", [
           `${Math.max(1, Math.floor(limits.timeoutMs))}ms`,
         ]);
-        return ((await trx.raw(compiled.sql, bindings as Knex.RawBinding[])) as { rows: OutputRow[] }).rows;
+        return ((await trx.raw(run.sql, run.bindings)) as { rows: OutputRow[] }).rows;
       });
     }
   } catch (err) {
@@ -89,6 +153,12 @@ export async function executeQuery(
     }
     throw err;
   }
+  return rows;
+}
+
+/** The query output of the statement's rows, or the row limit's 422. */
+function outputOf(compiled: CompiledQuery, rows: OutputRow[], limits: QueryLimits): QueryOutput {
+  const failureCode = limits.failureCode ?? "TRANSFORM_FAILED";
   const matches = rows[0]?.matches ?? 0;
   if (matches > limits.maxRows) {
     throw new ProblemError(failureCode, `the graph query matched more than ${limits.maxRows} rows (QUERY_MAX_ROWS); narrow it down`);
