@@ -130,6 +130,21 @@ describe("authentication and tenancy", () => {
       const res = await list({ authorization: `Bearer ${token}`, "x-tenant-id": randomTenant() });
       expect(res.statusCode).to.equal(200);
     });
+    it("refuses a token accepted before once it has expired (verified tokens are remembered only until exp)", async () => {
+      const strict = await testServer(db, { JWT_CLOCK_SKEW_SECONDS: "0" });
+      try {
+        const exp = now() + 2;
+        const headers = { authorization: `Bearer ${await hsToken({ roles: ["admin"], expiresIn: exp })}`, "x-tenant-id": randomTenant() };
+        expect((await strict.app.inject({ method: "GET", url: "/graph/entities", headers })).statusCode).to.equal(200);
+        expect((await strict.app.inject({ method: "GET", url: "/graph/entities", headers })).statusCode).to.equal(200);
+        await new Promise((r) => setTimeout(r, exp * 1000 - Date.now() + 50));
+        const res = await strict.app.inject({ method: "GET", url: "/graph/entities", headers });
+        expect(res.statusCode).to.equal(401);
+        expect((res.json() as { detail: string }).detail).to.equal("the token has expired");
+      } finally {
+        await strict.app.close();
+      }
+    });
     it("uses JWT_CLOCK_SKEW_SECONDS", async () => {
       const wide = await testServer(db, { JWT_CLOCK_SKEW_SECONDS: "120" });
       const none = await testServer(db, { JWT_CLOCK_SKEW_SECONDS: "0" });
