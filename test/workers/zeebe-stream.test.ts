@@ -93,6 +93,16 @@ describe("Zeebe worker with job streaming (ZEEBE_STREAM_JOBS) against a real bro
     expect(linesOf(logs, "zeebe fallback poll")).to.have.length(1);
   });
 
+  it("takes jobs created before the stream opened by polls, one after another past its cap", async () => {
+    const keys = await Promise.all(Array.from({ length: 6 }, () => startInstance()));
+    const { logs } = start(services, { maxTasks: 2 });
+    for (const key of keys) expect(await engine.settle(key, 60_000)).to.equal("ended");
+    await waitUntil(() => taskLines(logs.entries, "completed").length >= 6, "six completions logged");
+    const ran = logs.entries.filter((e) => e.message === "task");
+    expect(ran.map((e) => e.via)).to.deep.equal(Array(6).fill("poll"));
+    expect(new Set(ran.map((e) => e.taskId)).size).to.equal(6);
+  });
+
   it("never holds more jobs than its cap: the rest are handed back or wait, and each completes exactly once", async () => {
     const slow = slowServices(400);
     const { logs, worker } = start(slow.services, { maxTasks: 2, streamPollIntervalMs: 1000 });

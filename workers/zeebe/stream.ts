@@ -108,6 +108,8 @@ export class JobStream {
   private pollTimer: NodeJS.Timeout | undefined;
   private outage: Promise<void> | undefined;
   private paused = false;
+  /** A poll was due while every slot was taken: it is made when a job ends. */
+  private pollWhenFree = false;
   private closed = false;
 
   constructor(private readonly options: JobStreamOptions) {}
@@ -222,6 +224,7 @@ export class JobStream {
     void this.options.run(job, via).finally(() => {
       this.inHand--;
       this.resume();
+      if (this.pollWhenFree) this.pollNow();
     });
   }
 
@@ -237,12 +240,14 @@ export class JobStream {
     );
   }
 
-  /** Polls for the free slots now (unless a poll is under way, or none is free: a job's end opens the stream, which polls). */
+  /** Polls for the free slots now (unless a poll is under way; with none free, as soon as a job ends). */
   private pollNow(): void {
     clearTimeout(this.pollTimer);
     this.pollTimer = undefined;
     const free = this.cap - this.inHand;
-    if (this.closed || this.polling !== undefined || this.outage !== undefined || free <= 0) return;
+    if (this.closed || this.polling !== undefined || this.outage !== undefined) return;
+    this.pollWhenFree = free <= 0;
+    if (this.pollWhenFree) return;
     this.polling = this.poll(free)
       .then(
         (found) => found,
