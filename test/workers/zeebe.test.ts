@@ -230,7 +230,9 @@ describe("Zeebe worker against a real broker", function () {
         expect(await engine.settle(String(during), 20_000)).to.equal("ended");
         expect(await engine.endEvent(String(during))).to.equal("EndFound");
         const { activatedBy, intents } = await jobsOf(String(during));
-        expect(activatedBy).to.deep.equal([second.workerId]);
+        // A streaming worker may still be pushed the job as its stream is cancelled: it hands it back at once (a FAILED with retries unchanged).
+        if (streaming) expect(activatedBy.at(-1)).to.equal(second.workerId);
+        else expect(activatedBy).to.deep.equal([second.workerId]);
         expect(intents).to.not.include("TIMED_OUT");
         // The stopping worker still finishes its own job, then exits 0.
         expect(await stopping.process.exited, stopping.process.lines.join("\n")).to.equal(0);
