@@ -2,9 +2,12 @@
  * api-request tasks through each real engine (Camunda 7 and Zeebe): tasks per second of the
  * service's worker (the example definition, PostgreSQL) next to a worker that completes the same
  * tasks doing nothing, in the same run. Instances are created first; the clock runs from the
- * worker's start to the last completion.
+ * worker's start to the last completion. Zeebe also measures the service's worker with job
+ * streaming (ZEEBE_STREAM_JOBS) against it polling, in the same run: the backlog (instances created
+ * first), live (instances created while the worker runs: the jobs streaming pushes) and the
+ * round trip of one instance at a time (create to result: a job's activation latency included).
  *
- *   npm run build && node dist/bench/workers.js [--tasks=2000]
+ *   npm run build && npx node dist/bench/workers.js [--tasks=2000] [--engines=camunda7,zeebe] [--latency-runs=100]
  */
 import { join } from "node:path";
 import { Client, Variables } from "camunda-external-task-client-js";
@@ -21,11 +24,13 @@ import { ROOT } from "../test/support/process.js";
 import { ZeebeEngine } from "../test/support/zeebe.js";
 import { startCamunda7Worker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker, zeebeClient } from "../workers/zeebe/worker.js";
-import { option } from "./harness.js";
+import { option, percentile, timeRuns } from "./harness.js";
 
 const tasks = Number(option("tasks", "2000"));
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
 const tenant = `bench-workers-${Date.now()}`;
+const engines = option("engines", "camunda7,zeebe").split(",");
+const latencyRuns = Number(option("latency-runs", "100"));
 
 async function until(done: () => Promise<boolean> | boolean, what: string, timeoutMs = 600_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -46,9 +51,21 @@ async function main(): Promise<void> {
   await createLinks(db.knex, tenant, links);
   await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
   const variables = { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, queryParameters: { publicId: "AGR-1" } };
-  const silent = createLogger("silent");
 
-  // Camunda 7
+  if (engines.includes("camunda7")) await camunda7(services, db.knex, variables);
+  if (engines.includes("zeebe")) await zeebe(services, db.knex, variables);
+  await db.knex("api_definitions").where({ tenant }).del();
+  await db.knex("links").where({ tenant }).del();
+  await db.knex("entities").where({ tenant }).del();
+  await db.close();
+}
+
+type Knex = Parameters<typeof startZeebeWorker>[2]["database"];
+type Services = ReturnType<typeof createServices>;
+const silent = createLogger("silent");
+
+async function camunda7(services: Services, knex: Knex, variables: Record<string, unknown>): Promise<void> {
+  const db = { knex };
   const c7 = await Camunda7Engine.start();
   try {
     await c7.deploy("bpmn/camunda7/api-request-example.bpmn");
@@ -79,8 +96,10 @@ async function main(): Promise<void> {
   } finally {
     await c7.stop();
   }
+}
 
-  // Zeebe
+async function zeebe(services: Services, knex: Knex, variables: Record<string, unknown>): Promise<void> {
+  const db = { knex };
   const zb = await ZeebeEngine.start();
   try {
     await zb.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/api-request-example.bpmn") });
@@ -114,7 +133,7 @@ async function main(): Promise<void> {
         await c8.close();
       };
     });
-    const ours = await round((count) => {
+    const service = (streamJobs: boolean) => (count: () => void) => {
       const metrics = new Metrics();
       // Only completed jobs count (a failure is retried and would be counted twice).
       const counting = {
@@ -124,16 +143,53 @@ async function main(): Promise<void> {
           if (args[2] === "completed") count();
         },
       };
-      const worker = startZeebeWorker(services, zeebeSettings(zb.address, { maxTasks: 10 }), { database: db.knex, logger: silent, metrics: counting });
+      const worker = startZeebeWorker(services, zeebeSettings(zb.address, { maxTasks: 10, streamJobs }), { database: db.knex, logger: silent, metrics: counting });
       return () => worker.stop();
-    });
+    };
+    const ours = await round(service(false));
     console.log(`zeebe, ${tasks} api-request jobs: do-nothing worker ${rate(noop)}; service worker ${rate(ours)}; ratio ${(ours / noop).toFixed(2)}x the time`);
+    const streamedBacklog = await round(service(true));
+    console.log(`zeebe backlog, ${tasks} jobs created first: polling ${rate(ours)}; streaming ${rate(streamedBacklog)}; ratio ${(streamedBacklog / ours).toFixed(2)}x the time`);
+
+    // Live: the worker runs (its stream open) before the instances are created.
+    const live = async (startWorker: (count: () => void) => () => Promise<void>) => {
+      let done = 0;
+      const stop = startWorker(() => done++);
+      await new Promise((r) => setTimeout(r, 3000));
+      const started = performance.now();
+      for (let i = 0; i < tasks; i += 50) {
+        await Promise.all(Array.from({ length: Math.min(50, tasks - i) }, () => zb.client.createProcessInstance({ bpmnProcessId: "api-request-example-zeebe", variables: variables as never })));
+      }
+      await until(() => done >= tasks, "zeebe live round");
+      const ms = performance.now() - started;
+      await stop();
+      return ms;
+    };
+    const livePolling = await live(service(false));
+    const liveStreaming = await live(service(true));
+    console.log(`zeebe live, ${tasks} jobs created while the worker runs: polling ${rate(livePolling)}; streaming ${rate(liveStreaming)}; ratio ${(liveStreaming / livePolling).toFixed(2)}x the time`);
+
+    // One instance at a time, create to result: the job's activation latency is part of each.
+    const roundTrip = async (streamJobs: boolean) => {
+      const stop = service(streamJobs)(() => {});
+      await new Promise((r) => setTimeout(r, 3000));
+      const times = await timeRuns(
+        () => zb.client.createProcessInstanceWithResult({ bpmnProcessId: "api-request-example-zeebe", variables: variables as never, requestTimeout: 30_000 }),
+        latencyRuns,
+        10,
+      );
+      await stop();
+      return times;
+    };
+    const pollingTrips = await roundTrip(false);
+    const streamingTrips = await roundTrip(true);
+    const ms = (sorted: number[], p: number) => `${percentile(sorted, p).toFixed(1)} ms`;
+    console.log(
+      `zeebe round trip, ${latencyRuns} instances one at a time: polling p50 ${ms(pollingTrips, 50)} p99 ${ms(pollingTrips, 99)}; ` +
+        `streaming p50 ${ms(streamingTrips, 50)} p99 ${ms(streamingTrips, 99)}; ratio p50 ${(percentile(streamingTrips, 50) / percentile(pollingTrips, 50)).toFixed(2)}x`,
+    );
   } finally {
     await zb.stop();
-    await db.knex("api_definitions").where({ tenant }).del();
-    await db.knex("links").where({ tenant }).del();
-    await db.knex("entities").where({ tenant }).del();
-    await db.close();
   }
 }
 

@@ -102,6 +102,10 @@ export interface ZeebeSettings extends WorkerSettings {
   oauth: ZeebeOAuth | undefined;
   /** ZEEBE_TENANT_IDS: the tenants whose jobs the workers activate; absent: the gateway's default tenant. */
   tenantIds: string[] | undefined;
+  /** ZEEBE_STREAM_JOBS: jobs pushed over a job stream (StreamActivatedJobs), polling beside it as a fallback. Default false: long polling only. */
+  streamJobs: boolean;
+  /** ZEEBE_STREAM_POLL_INTERVAL_MS: with streaming, the pause between fallback polls that found no job. Default 10000. */
+  streamPollIntervalMs: number;
 }
 
 export interface ZeebeOAuth {
@@ -131,7 +135,16 @@ export function camunda7Settings(url: string, given: Given<Camunda7Settings> = {
 
 /** Zeebe settings for the gateway at `address`, the rest given or defaulted. */
 export function zeebeSettings(address: string, given: Given<ZeebeSettings> = {}): ZeebeSettings {
-  return { address, ...workerSettings(given), tls: given.tls ?? false, rootCertPath: given.rootCertPath, oauth: given.oauth, tenantIds: given.tenantIds };
+  return {
+    address,
+    ...workerSettings(given),
+    tls: given.tls ?? false,
+    rootCertPath: given.rootCertPath,
+    oauth: given.oauth,
+    tenantIds: given.tenantIds,
+    streamJobs: given.streamJobs ?? false,
+    streamPollIntervalMs: given.streamPollIntervalMs ?? 10_000,
+  };
 }
 
 export type Role = "server" | "worker";
@@ -270,6 +283,8 @@ const envSchema = z.object({
   ZEEBE_OAUTH_URL: optionalText.refine((v) => v === undefined || isUrl(v, ["http:", "https:"]), "ZEEBE_OAUTH_URL must be an http(s) URL"),
   ZEEBE_TOKEN_AUDIENCE: optionalText,
   ZEEBE_TENANT_IDS: tenantIdList("ZEEBE_TENANT_IDS"),
+  ZEEBE_STREAM_JOBS: booleanFlag("ZEEBE_STREAM_JOBS").optional(),
+  ZEEBE_STREAM_POLL_INTERVAL_MS: integer("ZEEBE_STREAM_POLL_INTERVAL_MS", 100, 3_600_000).optional(),
   // Database faults: bounds of every connection (src/db/timeouts.ts).
   DATABASE_CONNECT_TIMEOUT_MS: integer("DATABASE_CONNECT_TIMEOUT_MS", 100, 600_000).optional(),
   DATABASE_ACQUIRE_TIMEOUT_MS: integer("DATABASE_ACQUIRE_TIMEOUT_MS", 100, 600_000).optional(),
@@ -397,7 +412,11 @@ function readEngines(e: EnvValues): Pick<Config, "camunda7" | "zeebe"> {
       : undefined;
   return {
     camunda7: e.CAMUNDA_URL === undefined ? undefined : camunda7Settings(e.CAMUNDA_URL, { ...given, asyncResponseTimeoutMs: e.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS, workerId: e.CAMUNDA_WORKER_ID }),
-    zeebe: e.ZEEBE_ADDRESS === undefined ? undefined : zeebeSettings(e.ZEEBE_ADDRESS, { ...given, tls: e.ZEEBE_TLS, rootCertPath: e.CAMUNDA_CUSTOM_ROOT_CERT_PATH, oauth, tenantIds: e.ZEEBE_TENANT_IDS }),
+    zeebe: e.ZEEBE_ADDRESS === undefined ? undefined : zeebeSettings(e.ZEEBE_ADDRESS, { ...given, tls: e.ZEEBE_TLS, rootCertPath: e.CAMUNDA_CUSTOM_ROOT_CERT_PATH, oauth,
+          tenantIds: e.ZEEBE_TENANT_IDS,
+          streamJobs: e.ZEEBE_STREAM_JOBS,
+          streamPollIntervalMs: e.ZEEBE_STREAM_POLL_INTERVAL_MS,
+        }),
   };
 }
 

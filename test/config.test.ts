@@ -117,7 +117,7 @@ describe("configuration", () => {
     // Both engines read the same worker settings, each default applied once.
     const shared = { topics: { apiRequest: "api-request", calculateSeries: "calculate-series" }, maxTasks: 10, lockDurationMs: 30_000, defaultRetries: 3 };
     expect(defaults.camunda7).to.deep.equal({ url: "http://localhost:8080/engine-rest", ...shared, asyncResponseTimeoutMs: 10_000, workerId: undefined });
-    expect(defaults.zeebe).to.deep.equal({ address: "localhost:26500", ...shared, tls: false, rootCertPath: undefined, oauth: undefined, tenantIds: undefined });
+    expect(defaults.zeebe).to.deep.equal({ address: "localhost:26500", ...shared, tls: false, rootCertPath: undefined, oauth: undefined, tenantIds: undefined, streamJobs: false, streamPollIntervalMs: 10_000 });
     const custom = loadConfig({ ...engines, TOPIC_API_REQUEST: "api-req", WORKER_MAX_TASKS: "4", WORKER_LOCK_DURATION_MS: "60000", CAMUNDA_WORKER_ID: "w1" });
     const given = { topics: { apiRequest: "api-req", calculateSeries: "calculate-series" }, maxTasks: 4, lockDurationMs: 60_000 };
     expect(custom.camunda7).to.deep.include({ ...given, workerId: "w1" });
@@ -162,6 +162,14 @@ describe("configuration", () => {
     expect(loadConfig({ ...zeebe, ZEEBE_TENANT_IDS: "  " }).zeebe?.tenantIds).to.equal(undefined);
     const refused = "ZEEBE_TENANT_IDS: ZEEBE_TENANT_IDS must be a comma-separated list of tenant ids, each <default> or 1 to 31 letters, digits, _, - or .";
     for (const bad of ["acme,", "acme globex", "a".repeat(32), "acme;globex", "<other>"]) expect(problemsOf({ ...zeebe, ZEEBE_TENANT_IDS: bad }), bad).to.deep.equal([refused]);
+  });
+
+  it("reads ZEEBE_STREAM_JOBS and ZEEBE_STREAM_POLL_INTERVAL_MS, and refuses values that are not a flag or a pause", () => {
+    const zeebe = { JWT_SECRET: SECRET, ZEEBE_ADDRESS: "localhost:26500" };
+    expect(loadConfig({ ...zeebe, ZEEBE_STREAM_JOBS: "true", ZEEBE_STREAM_POLL_INTERVAL_MS: "2500" }).zeebe).to.deep.include({ streamJobs: true, streamPollIntervalMs: 2500 });
+    expect(loadConfig({ ...zeebe, ZEEBE_STREAM_JOBS: "0" }).zeebe?.streamJobs).to.equal(false);
+    expect(problemsOf({ ...zeebe, ZEEBE_STREAM_JOBS: "yes" })).to.deep.equal(["ZEEBE_STREAM_JOBS: ZEEBE_STREAM_JOBS must be true or false"]);
+    expect(problemsOf({ ...zeebe, ZEEBE_STREAM_POLL_INTERVAL_MS: "50" })).to.deep.equal(["ZEEBE_STREAM_POLL_INTERVAL_MS: ZEEBE_STREAM_POLL_INTERVAL_MS must be between 100 and 3600000"]);
   });
 
   it("refuses a Camunda 7 long poll that a shutdown could not wait for", () => {

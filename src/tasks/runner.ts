@@ -58,6 +58,8 @@ export interface EngineTask {
   variables: Record<string, unknown>;
   /** The engine's tenant of the task; none when the engine has no tenants. */
   tenant: string | null | undefined;
+  /** How it reached the worker when there is more than one way (Zeebe with streaming: `stream` or `poll`); logged in the task line. */
+  via?: string;
 }
 
 export interface TaskRunnerOptions {
@@ -123,6 +125,7 @@ export class TaskRunner {
         outcome: view.outcome,
         retries: task.retries ?? null,
         durationMs: Math.round(performance.now() - started),
+        ...(task.via !== undefined ? { via: task.via } : {}),
       });
     }
     return reported;

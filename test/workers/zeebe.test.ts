@@ -212,34 +212,38 @@ describe("Zeebe worker against a real broker", function () {
     return { activatedBy, intents };
   };
 
-  it("gives a job created while a worker stops (a job in hand, its long poll open) to another worker at once, not to the stopping one", async () => {
-    // A job timeout of 60 s: a job dropped by the stopping worker would wait that long; the test waits 20 s.
-    // Room for the long job to finish on a loaded machine (the default 30 s shutdown was passed once).
-    const stopping = await startWorkerProcess({ ZEEBE_ADDRESS: engine.address, WORKER_LOCK_DURATION_MS: "60000", SHUTDOWN_TIMEOUT_MS: "120000" });
-    try {
-      const inHand = await startInstance({ apiDefinitionExternalId: LONG_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
-      await waitUntil(async () => (await jobsOf(String(inHand))).activatedBy.length > 0, "the long job activated");
-      const jobKey = String((await engine.records("JOB")).find((r) => r.intent === "CREATED" && String(r.value.processInstanceKey) === String(inHand))?.key);
-      await waitUntil(async () => (await inHandRow(db.knex, { engine: "zeebe", taskKey: jobKey }))?.worker_id === stopping.workerId, "the long job in hand");
-      stopping.process.child.kill("SIGTERM");
-      await stopping.process.waitFor(/shutting down/);
-      // Created while the first worker stops with a job in hand; a second worker starts after it.
-      const during = await startInstance({ queryParameters: { publicId: "AGR-1" } });
-      const { worker: second } = start(services);
-      expect(await engine.settle(String(during), 20_000)).to.equal("ended");
-      expect(await engine.endEvent(String(during))).to.equal("EndFound");
-      const { activatedBy, intents } = await jobsOf(String(during));
-      expect(activatedBy).to.deep.equal([second.workerId]);
-      expect(intents).to.not.include("TIMED_OUT");
-      // The stopping worker still finishes its own job, then exits 0.
-      expect(await stopping.process.exited, stopping.process.lines.join("\n")).to.equal(0);
-      expect(await engine.settle(String(inHand), 60_000)).to.equal("ended");
-      expect((await jobsOf(String(inHand))).activatedBy).to.deep.equal([stopping.workerId]);
-      expectCompletedWhileStopping(stopping.process.lines);
-    } finally {
-      stopping.process.kill();
-    }
-  });
+  for (const streaming of [false, true]) {
+    it(`gives a job created while a worker stops (a job in hand, its ${streaming ? "job stream" : "long poll"} open) to another worker at once, not to the stopping one`, async () => {
+      // A job timeout of 60 s: a job dropped by the stopping worker would wait that long; the test waits 20 s.
+      // Room for the long job to finish on a loaded machine (the default 30 s shutdown was passed once).
+      const stopping = await startWorkerProcess({ ZEEBE_ADDRESS: engine.address, WORKER_LOCK_DURATION_MS: "60000", SHUTDOWN_TIMEOUT_MS: "120000", ZEEBE_STREAM_JOBS: String(streaming) });
+      try {
+        const inHand = await startInstance({ apiDefinitionExternalId: LONG_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
+        await waitUntil(async () => (await jobsOf(String(inHand))).activatedBy.length > 0, "the long job activated");
+        const jobKey = String((await engine.records("JOB")).find((r) => r.intent === "CREATED" && String(r.value.processInstanceKey) === String(inHand))?.key);
+        await waitUntil(async () => (await inHandRow(db.knex, { engine: "zeebe", taskKey: jobKey }))?.worker_id === stopping.workerId, "the long job in hand");
+        stopping.process.child.kill("SIGTERM");
+        await stopping.process.waitFor(/shutting down/);
+        // Created while the first worker stops with a job in hand; a second worker starts after it.
+        const during = await startInstance({ queryParameters: { publicId: "AGR-1" } });
+        const { worker: second } = start(services);
+        expect(await engine.settle(String(during), 20_000)).to.equal("ended");
+        expect(await engine.endEvent(String(during))).to.equal("EndFound");
+        const { activatedBy, intents } = await jobsOf(String(during));
+        // A streaming worker may still be pushed the job as its stream is cancelled: it hands it back at once (a FAILED with retries unchanged).
+        if (streaming) expect(activatedBy.at(-1)).to.equal(second.workerId);
+        else expect(activatedBy).to.deep.equal([second.workerId]);
+        expect(intents).to.not.include("TIMED_OUT");
+        // The stopping worker still finishes its own job, then exits 0.
+        expect(await stopping.process.exited, stopping.process.lines.join("\n")).to.equal(0);
+        expect(await engine.settle(String(inHand), 60_000)).to.equal("ended");
+        expect((await jobsOf(String(inHand))).activatedBy).to.deep.equal([stopping.workerId]);
+        expectCompletedWhileStopping(stopping.process.lines);
+      } finally {
+        stopping.process.kill();
+      }
+    });
+  }
 
   it("extends the job timeout while a job runs past it: the job is not given to a second worker", async () => {
     // A 3 s job timeout and a job of some 11 s (transforms may take a minute here).

@@ -6,6 +6,8 @@ import { TaskRunner, type RunningWorker, type TaskHandler, type TaskReporter, ty
 import { apiRequest, calculateSeries } from "../../src/tasks/tasks.js";
 import { keepLocked } from "../../src/tasks/keep-locked.js";
 import { WorkerState } from "../../src/tasks/worker-state.js";
+import type { OutputVariables } from "../../src/tasks/tasks.js";
+import { jobGrpcClient, JobStream, type JobVia, type ReceivedJob } from "./stream.js";
 
 const JOB_ACTION_ACKNOWLEDGEMENT = Zeebe.Types.JOB_ACTION_ACKNOWLEDGEMENT;
 
@@ -17,6 +19,13 @@ const DEFAULT_TENANT = "<default>";
 
 export type ZeebeClient = ReturnType<Camunda8["getZeebeGrpcApiClient"]>;
 type JobWorker = ReturnType<ZeebeClient["createWorker"]>;
+
+/** How a job's one outcome reaches the engine: the SDK job's own actions (polled) or the client's (streamed). */
+interface JobActions {
+  complete(output: OutputVariables): Promise<unknown>;
+  bpmnError(request: { jobKey: string; errorCode: string; errorMessage: string }): Promise<unknown>;
+  fail(request: { errorMessage: string; retries: number; retryBackOff: number }): Promise<unknown>;
+}
 
 /**
  * Closes a job worker: no new activation, the jobs in hand finish. The SDK's close() leaves the
@@ -120,6 +129,41 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
     })().finally(() => (outage = undefined));
   };
 
+  /**
+   * Runs a job through the task runner, its job timeout extended meanwhile, its one outcome
+   * reported through `actions` (the SDK job's own when polled, the client's when streamed).
+   * Counted in hand from the first line: a stop waits for it.
+   */
+  const runJob = async (taskType: string, handler: TaskHandler, job: ReceivedJob, actions: JobActions, via?: JobVia) => {
+    state.taskStarted();
+    // The job timeout is extended while the job runs, as Camunda 7's lock is (Zeebe 8.5+).
+    const timeout = keepLocked(() => probe.updateJobTimeout({ jobKey: job.key, timeout: settings.lockDurationMs }), settings.lockDurationMs, (err) =>
+      logger.warn("job timeout extension failed", { engine: "zeebe", taskId: job.key, error: err instanceof Error ? err.message : String(err) }),
+    );
+    try {
+      const reporter: TaskReporter = {
+        async complete(output) {
+          timeout.release();
+          await actions.complete(output);
+        },
+        async bpmnError(code, message) {
+          timeout.release();
+          // The SDK's job.error swallows a refused command; the client's throwError does not.
+          await actions.bpmnError({ jobKey: job.key, errorCode: code, errorMessage: message });
+        },
+        async fail(failure) {
+          timeout.release();
+          await actions.fail({ errorMessage: failure.message, retries: failure.retries, retryBackOff: failure.backOffMs });
+        },
+      };
+      const tenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
+      await runner.run({ key: job.key, topic: taskType, retries: job.retries, variables: job.variables, tenant, ...(via !== undefined ? { via } : {}) }, handler, reporter);
+    } finally {
+      timeout.release();
+      state.taskEnded();
+    }
+  };
+
   const create = (taskType: string, handler: TaskHandler) =>
     zeebe.createWorker({
       taskType,
@@ -134,47 +178,59 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
       pollInterval: POLL_INTERVAL_MS,
       onConnectionError,
       taskHandler: async (job) => {
-        state.taskStarted();
-        // The job timeout is extended while the job runs, as Camunda 7's lock is (Zeebe 8.5+).
-        const timeout = keepLocked(() => probe.updateJobTimeout({ jobKey: job.key, timeout: settings.lockDurationMs }), settings.lockDurationMs, (err) =>
-          logger.warn("job timeout extension failed", { engine: "zeebe", taskId: job.key, error: err instanceof Error ? err.message : String(err) }),
-        );
-        try {
-          const reporter: TaskReporter = {
-            async complete(output) {
-              timeout.release();
-              await job.complete(output as Parameters<typeof job.complete>[0]);
-            },
-            async bpmnError(code, message) {
-              timeout.release();
-              // The SDK's job.error swallows a refused command; the client's throwError does not.
-              try {
-                await zeebe.throwError({ jobKey: job.key, errorCode: code, errorMessage: message });
-              } finally {
-                job.forward();
-              }
-            },
-            async fail(failure) {
-              timeout.release();
-              await job.fail({ errorMessage: failure.message, retries: failure.retries, retryBackOff: failure.backOffMs });
-            },
-          };
-          const tenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
-          await runner.run({ key: job.key, topic: taskType, retries: job.retries, variables: job.variables as Record<string, unknown>, tenant }, handler, reporter);
-          // Exactly one job action per job, made by the reporter (or none reached the engine: the job times out).
-          return JOB_ACTION_ACKNOWLEDGEMENT;
-        } finally {
-          timeout.release();
-          state.taskEnded();
-        }
+        await runJob(taskType, handler, job, {
+          complete: (output) => job.complete(output as Parameters<typeof job.complete>[0]),
+          // job.forward() tells the SDK's job worker the job is done with (it counts its jobs in hand).
+          bpmnError: (request) => zeebe.throwError(request).finally(() => job.forward()),
+          fail: (request) => job.fail(request),
+        });
+        // Exactly one job action per job, made by the reporter (or none reached the engine: the job times out).
+        return JOB_ACTION_ACKNOWLEDGEMENT;
       },
     });
 
   const startJobWorkers = () => {
     workers = [create(settings.topics.apiRequest, apiRequest), create(settings.topics.calculateSeries, calculateSeries)];
   };
-  startJobWorkers();
-  logger.info("zeebe worker started", { engine: "zeebe", workerId, address: settings.address, tls: settings.tls, oauth: settings.oauth !== undefined });
+
+  // ZEEBE_STREAM_JOBS: a job stream per job type, each with its own connection, cap and reconnection (stream.ts).
+  const streamed = (taskType: string, handler: TaskHandler) => {
+    const grpc = jobGrpcClient(zeebe, taskType);
+    const stream = new JobStream({
+      taskType,
+      workerId,
+      settings,
+      grpc,
+      client: zeebe,
+      state,
+      logger,
+      answers,
+      run: (job, via) =>
+        runJob(
+          taskType,
+          handler,
+          job,
+          {
+            complete: (output) => zeebe.completeJob({ jobKey: job.key, variables: output as never }),
+            bpmnError: (request) => zeebe.throwError(request),
+            fail: (request) => zeebe.failJob({ jobKey: job.key, ...request }),
+          },
+          via,
+        ),
+    });
+    stream.start();
+    return { stream, grpc };
+  };
+  const streams = settings.streamJobs ? [streamed(settings.topics.apiRequest, apiRequest), streamed(settings.topics.calculateSeries, calculateSeries)] : [];
+  if (!settings.streamJobs) startJobWorkers();
+  logger.info("zeebe worker started", {
+    engine: "zeebe",
+    workerId,
+    address: settings.address,
+    tls: settings.tls,
+    oauth: settings.oauth !== undefined,
+    streamJobs: settings.streamJobs,
+  });
   return {
     engine: "zeebe",
     workerId,
@@ -188,9 +244,12 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
       // Jobs in hand (also those of job workers closed by an outage) report through the client:
       // it closes last. Closing stops activating jobs (the open poll cancelled) and waits for the jobs in hand.
       await outage;
-      await Promise.all(workers.map(closeJobWorker));
+      // Job streams are cancelled first (a job pushed after is yielded back to the broker, not activated).
+      await Promise.all([...workers.map(closeJobWorker), ...streams.map(({ stream }) => stream.close())]);
       await idle;
-      await Promise.all([zeebe.close(), probe.close()]);
+      // A fallback poll under way as the stop began may have brought jobs since: they finish too.
+      await state.stop();
+      await Promise.all([zeebe.close(), probe.close(), ...streams.map(({ grpc }) => grpc.close())]);
     },
   };
 }
