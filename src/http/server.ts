@@ -1,21 +1,22 @@
 import { randomUUID } from "node:crypto";
 import swagger from "@fastify/swagger";
+import websocket from "@fastify/websocket";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest } from "fastify";
 import { callerProblem, databaseCause, ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { mayActIn } from "./auth.js";
+import { readTenant } from "./request.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
 import { eventRoutes } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
+import { streamRoutes } from "./routes/streams.js";
 import { clientErrorHandler, frameworkProblem, MAX_PARAM_LENGTH, refuseFaultyText, refuseForeignCharset } from "./input.js";
 import { Problem } from "./schemas.js";
 import type { Access, App, ServerDeps } from "./types.js";
 import { schemaCompiler } from "./validation.js";
-
-const TENANT_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 /** Builds the REST server on an open database; the caller listens and closes. */
 export async function buildServer(deps: ServerDeps): Promise<App> {
@@ -121,6 +122,9 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   apiDefinitionRoutes(app, deps);
   eventRoutes(app, deps);
   calculationRoutes(app, deps);
+  // Streams close their sockets themselves (1001) before the server closes: the plugin's own close is a no-op.
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 }, preClose: (done) => done() });
+  streamRoutes(app, deps);
   return app;
 }
 
@@ -175,19 +179,6 @@ function errorStatuses(route: { method: string | string[]; url: string }, access
   if (hasBody) statuses.push([409, "a conflict with a stored row (a duplicate externalId, an inactive definition)"], [413, "the body is larger than BODY_LIMIT_BYTES"], [415, "the Content-Type is not accepted"], [422, "a transform or calculation failed"]);
   statuses.push([503, "the database is not reachable, or the service is busy or shutting down"]);
   return statuses;
-}
-
-function readTenant(header: string | string[] | undefined): string {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined || value.trim() === "") {
-    throw new ProblemError("MISSING_TENANT", "the X-TENANT-ID header is required");
-  }
-  const tenant = value.trim();
-  if (!TENANT_PATTERN.test(tenant)) {
-    const message = "X-TENANT-ID must be 1 to 128 visible ASCII characters";
-    throw new ProblemError("INVALID_REQUEST", message, { errors: [{ path: "headers.x-tenant-id", message }] });
-  }
-  return tenant;
 }
 
 /** Maps fastify's own errors (validation, body parsing, limits) to a problem; everything else via toProblemError. */

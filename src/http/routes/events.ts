@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import { Type } from "typebox";
 import { ProblemError } from "../../errors.js";
 import type { QueryType } from "../../timeseries/service.js";
+import type { IngestResult } from "../../timeseries/ingest.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../types.js";
@@ -20,6 +21,11 @@ function uploadRows(contentType: string | undefined, body: unknown): { rows: Asy
   return { rows: events, numericStrings: false };
 }
 
+/** `{ stored }`, and `streamed` when events of STREAM items were pushed without being stored. */
+function storedAnswer(result: IngestResult): { stored: number; streamed?: number } {
+  return result.streamed > 0 ? { stored: result.stored, streamed: result.streamed } : { stored: result.stored };
+}
+
 export function eventRoutes(app: App, { services }: ServerDeps): void {
   // NDJSON and CSV uploads are read as streams, batch by batch, not buffered whole.
   app.addContentTypeParser([NDJSON, CSV], (_request, payload, done) => done(null, payload));
@@ -27,6 +33,7 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
   const tags = ["time series"];
   const Stored = Type.Object({
     stored: Type.Integer(),
+    streamed: Type.Optional(Type.Integer({ description: "events of STREAM items pushed to their subscribers and not stored; absent when none" })),
     rejected: Type.Optional(Type.Array(Type.Record(Type.String(), Type.Unknown()))),
     rejectedTotal: Type.Optional(Type.Integer()),
   });
@@ -70,7 +77,7 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
       const result = await services.timeSeries.ingest(requireTenant(request), rows, { itemId: request.params.itemId.toLowerCase(), partial: request.query.partial, numericStrings });
-      return request.query.partial ? result : { stored: result.stored };
+      return request.query.partial ? { ...storedAnswer(result), rejected: result.rejected, rejectedTotal: result.rejectedTotal } : storedAnswer(result);
     },
   );
 
@@ -83,7 +90,7 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
       const result = await services.timeSeries.ingest(requireTenant(request), rows, { partial: request.query.partial, numericStrings });
-      return request.query.partial ? result : { stored: result.stored };
+      return request.query.partial ? { ...storedAnswer(result), rejected: result.rejected, rejectedTotal: result.rejectedTotal } : storedAnswer(result);
     },
   );
 
