@@ -55,7 +55,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   app.addHook("onRequest", async (request) => {
     if (closing) throw new ProblemError("UNAVAILABLE", "the service is shutting down; retry on another instance");
     const access = request.routeOptions.config?.access ?? "public";
-    if (access === "public") return;
+    if (access === "public" || access === "stream") return;
     request.principal = await authenticate(request.headers.authorization);
     request.tenant = readTenant(request.headers["x-tenant-id"]);
     // Decided before any handler reads; the answer is the same whether the tenant exists or not.
@@ -165,6 +165,14 @@ function errorStatuses(route: { method: string | string[]; url: string }, access
     return [
       [400, "the request is not valid (a malformed URL, text that is not valid Unicode, a refused key)"],
       [503, "the database or an engine does not answer, or the service is shutting down"],
+    ];
+  }
+  if (access === "stream") {
+    return [
+      [400, "a path or query parameter is not valid"],
+      [414, "a path parameter is longer than the longest a route takes"],
+      [426, "the request is not a WebSocket upgrade"],
+      [503, "the service is shutting down"],
     ];
   }
   const methods = Array.isArray(route.method) ? route.method : [route.method];

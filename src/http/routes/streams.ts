@@ -14,6 +14,9 @@ import { Uuid } from "../schemas.js";
 export const AUTH_MESSAGE_MS = 5000;
 /** Most items of one `GET /streams` subscription. */
 export const MAX_STREAM_ITEMS = 100;
+/** The answer to an upgrade: the WebSocket. */
+const SWITCHING = { 101: { type: "null", description: "Switching Protocols: the WebSocket; messages and close codes as described" } };
+
 /** How long a closed or dropped socket has to complete the close handshake before it is ended. */
 const CLOSE_GRACE_MS = 5000;
 
@@ -120,8 +123,8 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
   app.route({
       method: "GET",
       url: "/items/:itemId/stream",
-      config: { access: "public" },
-      schema: { operationId: "streamItem", summary: "Live events of one item (WebSocket)", description, tags, params: Type.Object({ itemId: Uuid }), querystring: Type.Object({ since: Since }) },
+      config: { access: "stream" },
+      schema: { operationId: "streamItem", summary: "Live events of one item (WebSocket)", description, tags, params: Type.Object({ itemId: Uuid }), querystring: Type.Object({ since: Since }), response: SWITCHING },
       handler: upgradeRequired,
       wsHandler: (socket: WebSocket, request: FastifyRequest) => {
         const { itemId } = request.params as { itemId: string };
@@ -132,13 +135,14 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
   app.route({
       method: "GET",
       url: "/streams",
-      config: { access: "public" },
+      config: { access: "stream" },
       schema: {
         operationId: "streamItems",
         summary: `Live events of several items (WebSocket), at most ${MAX_STREAM_ITEMS}`,
         description,
         tags,
         querystring: Type.Object({ itemIds: Type.String({ description: "comma-separated item ids" }), since: Since }),
+        response: SWITCHING,
       },
       handler: upgradeRequired,
       wsHandler: (socket: WebSocket, request: FastifyRequest) => {
