@@ -149,7 +149,8 @@ function documentRoute(route: { method: string | string[]; url: string; config?:
     schema.headers = {
       ...headers,
       properties: { ...headers.properties, "x-tenant-id": { type: "string", minLength: 1, maxLength: 128, description: "Tenant the request acts in; one the token names" } },
-      required: [...new Set([...(headers.required ?? []), "x-tenant-id"])],
+      // A stream may take its tenant from its first message instead (browsers cannot set headers).
+      required: access === "stream" ? (headers.required ?? []) : [...new Set([...(headers.required ?? []), "x-tenant-id"])],
     };
   }
   const problem = { content: { "application/problem+json": { schema: { $ref: "Problem#" } } } };
@@ -170,6 +171,7 @@ function errorStatuses(route: { method: string | string[]; url: string }, access
   if (access === "stream") {
     return [
       [400, "a path or query parameter is not valid"],
+      [404, "the path does not name a route (a path parameter that is not a uuid)"],
       [414, "a path parameter is longer than the longest a route takes"],
       [426, "the request is not a WebSocket upgrade"],
       [503, "the service is shutting down"],
