@@ -62,6 +62,17 @@ export interface Config {
   zeebe: ZeebeSettings | undefined;
   /** Bounds of the database connections (DATABASE_*_TIMEOUT_MS, DATABASE_KEEPALIVE_MS); see {@link DatabaseTimeouts}. */
   databaseTimeouts: DatabaseTimeouts;
+  /** Live streams over WebSocket (contract §10). */
+  streams: StreamSettings;
+}
+
+export interface StreamSettings {
+  /** STREAM_BUFFER_BYTES: bytes a subscriber may leave unread before it is dropped (close 4408). Default 1 MiB. */
+  bufferBytes: number;
+  /** STREAM_PING_MS: a ping every this many ms; a connection that has not answered the last one is ended. Default 30000. */
+  pingMs: number;
+  /** STREAM_DEBOUNCE_MS: a CALCULATE item's latest bucket is recomputed at most once per this many ms. Default 250. */
+  debounceMs: number;
 }
 
 /** The Camunda 7 topics and Zeebe job types the workers subscribe to (TOPIC_API_REQUEST, TOPIC_CALCULATE_SERIES). */
@@ -294,6 +305,9 @@ const envSchema = z.object({
   DATABASE_KEEPALIVE_MS: integer("DATABASE_KEEPALIVE_MS", 0, 3_600_000).optional(),
   DATABASE_PROBE_TIMEOUT_MS: integer("DATABASE_PROBE_TIMEOUT_MS", 50, 900).optional(),
   DATABASE_STARTUP_TIMEOUT_MS: integer("DATABASE_STARTUP_TIMEOUT_MS", 0, 3_600_000).optional(),
+  STREAM_BUFFER_BYTES: integer("STREAM_BUFFER_BYTES", 1024, 1024 * 1024 * 1024).optional(),
+  STREAM_PING_MS: integer("STREAM_PING_MS", 100, 3_600_000).optional(),
+  STREAM_DEBOUNCE_MS: integer("STREAM_DEBOUNCE_MS", 0, 600_000).optional(),
   ZEEBE_ADDRESS: optionalText.refine(
     (v) => v === undefined || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(v),
     "ZEEBE_ADDRESS must be host:port, like localhost:26500",
@@ -387,6 +401,11 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
       keepAliveMs: e.DATABASE_KEEPALIVE_MS ?? DEFAULT_DATABASE_TIMEOUTS.keepAliveMs,
       probeMs: e.DATABASE_PROBE_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.probeMs,
       startupMs: e.DATABASE_STARTUP_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.startupMs,
+    },
+    streams: {
+      bufferBytes: e.STREAM_BUFFER_BYTES ?? 1024 * 1024,
+      pingMs: e.STREAM_PING_MS ?? 30_000,
+      debounceMs: e.STREAM_DEBOUNCE_MS ?? 250,
     },
     ...engines,
   };

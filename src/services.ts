@@ -2,6 +2,7 @@ import type { Config } from "./config.js";
 import type { Database } from "./db/database.js";
 import { Calculations } from "./calculation/service.js";
 import { ApiDefinitions } from "./definitions/service.js";
+import { StreamHub } from "./streams/hub.js";
 import { Graph } from "./graph/service.js";
 import { TimeSeries } from "./timeseries/service.js";
 import { TransformPool } from "./transform/pool.js";
@@ -14,6 +15,8 @@ export interface Services {
   calculations: Calculations;
   /** Entities and links (the admin graph routes). */
   graph: Graph;
+  /** Live streams of this process (WebSocket subscribers), fed by every process's ingestion. */
+  streams: StreamHub;
   /** The threads transforms run in; closed with the service. */
   transforms: TransformPool;
 }
@@ -35,8 +38,10 @@ export function createServices(config: Config, db: Database): Services {
     maxResultBytes: config.transformMaxResultBytes,
     maxQueue: config.transformMaxQueue,
   });
+  const streams = new StreamHub(db.knex, db.notifications, { debounceMs: config.streams.debounceMs }, (tenant, itemId) => timeSeries.latestBucket(tenant, itemId));
   return {
     timeSeries,
+    streams,
     calculations,
     graph: new Graph(db.knex),
     transforms,

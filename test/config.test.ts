@@ -64,6 +64,16 @@ describe("configuration", () => {
     expect(config.auth.userClaim).to.equal("preferred_username");
   });
 
+  it("reads the live-stream settings, with their defaults, and refuses values out of range", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET }).streams).to.deep.equal({ bufferBytes: 1048576, pingMs: 30000, debounceMs: 250 });
+    expect(loadConfig({ JWT_SECRET: SECRET, STREAM_BUFFER_BYTES: "65536", STREAM_PING_MS: "500", STREAM_DEBOUNCE_MS: "0" }).streams).to.deep.equal({ bufferBytes: 65536, pingMs: 500, debounceMs: 0 });
+    expect(problemsOf({ JWT_SECRET: SECRET, STREAM_BUFFER_BYTES: "100", STREAM_PING_MS: "99", STREAM_DEBOUNCE_MS: "-1" })).to.deep.equal([
+      "STREAM_BUFFER_BYTES: STREAM_BUFFER_BYTES must be between 1024 and 1073741824",
+      "STREAM_PING_MS: STREAM_PING_MS must be between 100 and 3600000",
+      "STREAM_DEBOUNCE_MS: STREAM_DEBOUNCE_MS must be a whole number",
+    ]);
+  });
+
   it("refuses PORT=abc naming the variable", () => {
     expect(problemsOf({ JWT_SECRET: SECRET, PORT: "abc" })).to.deep.equal(["PORT: PORT must be a whole number"]);
   });

@@ -9,6 +9,7 @@ import ClientPGLite from "knex-pglite";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { migrate } from "./migrate.js";
+import { embeddedNotifications, postgresNotifications, type NotificationSource } from "./notifications.js";
 import { keepStatisticsFresh } from "./statistics.js";
 import { DatabaseTimeoutError, DEFAULT_DATABASE_TIMEOUTS, DEFAULT_QUERY_TIMEOUT_MS, READ_TIMEOUT_MARGIN_MS, type DatabaseTimeouts } from "./timeouts.js";
 import { isPassingFault } from "../errors.js";
@@ -49,6 +50,8 @@ export interface Database {
   knex: Knex;
   graph: GraphSession;
   kind: "postgres" | "embedded";
+  /** `LISTEN` on a connection of its own (live streams): shared by every process on one PostgreSQL. */
+  notifications: NotificationSource;
   /**
    * Resolves when the database answers a trivial query within the probe time-out; rejects with the
    * reason otherwise. Probes in flight at once share one query, on a connection of their own (PostgreSQL).
@@ -234,7 +237,15 @@ function openPostgres(url: string, options: DatabaseOptions, timeouts: DatabaseT
   // /health and /ready probe on a connection of their own, so that they answer while the pool is
   // exhausted and never take a connection from the requests.
   const probe = postgresPool(url, options, { ...timeouts, connectMs: timeouts.probeMs }, { statementMs: timeouts.probeMs, poolSize: 1, acquireMs: timeouts.probeMs });
-  return wrap(knex, "postgres", async () => void (await Promise.all([graph.destroy(), probe.destroy()])), { knex: graph, presetTimeoutMs: timeout }, boundedPing(probe, timeouts.probeMs));
+  const notifications = postgresNotifications(url, timeouts.connectMs, options.onWarning);
+  return wrap(
+    knex,
+    "postgres",
+    async () => void (await Promise.all([graph.destroy(), probe.destroy()])),
+    { knex: graph, presetTimeoutMs: timeout },
+    boundedPing(probe, timeouts.probeMs),
+    notifications,
+  );
 }
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
@@ -320,7 +331,7 @@ async function openEmbedded(dataDir: string, probeMs: number): Promise<Database>
   if (dataDir.startsWith("memory://")) {
     const pglite = await PGlite.create();
     const knex = embeddedKnex(pglite);
-    return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined, workBudget: true }, boundedPing(knex, probeMs));
+    return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined, workBudget: true }, boundedPing(knex, probeMs), embeddedNotifications(pglite));
   }
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true });
@@ -328,7 +339,7 @@ async function openEmbedded(dataDir: string, probeMs: number): Promise<Database>
   try {
     const pglite = await PGlite.create(join(dir, "pgdata"));
     const knex = embeddedKnex(pglite);
-    return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined, workBudget: true }, boundedPing(knex, probeMs));
+    return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined, workBudget: true }, boundedPing(knex, probeMs), embeddedNotifications(pglite));
   } catch (err) {
     releaseLock();
     throw err;
@@ -360,15 +371,26 @@ function embeddedKnex(pglite: PGlite): Knex {
   });
 }
 
-function wrap(knex: Knex, kind: Database["kind"], afterClose: () => Promise<void>, graph: GraphSession, ping: () => Promise<void>): Database {
+function wrap(
+  knex: Knex,
+  kind: Database["kind"],
+  afterClose: () => Promise<void>,
+  graph: GraphSession,
+  ping: () => Promise<void>,
+  notifications: NotificationSource,
+): Database {
   let closing: Promise<void> | undefined;
   return {
     knex,
     graph,
     kind,
     ping,
+    notifications,
     close() {
-      closing ??= knex.destroy().then(afterClose);
+      closing ??= notifications
+        .close()
+        .then(() => knex.destroy())
+        .then(afterClose);
       return closing;
     },
   };

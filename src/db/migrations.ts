@@ -119,4 +119,18 @@ export const migrations: Migration[] = [
       end $$`,
     ],
   },
+  {
+    id: "004_stream_payloads",
+    statements: [
+      // Live streams (src/streams/): a notification carries at most 8000 bytes; a larger message
+      // is kept here and the notification names its id. Rows are read at once by every listening
+      // process and deleted after a short retention.
+      `create table stream_payloads (
+        id bigserial primary key,
+        payload text not null,
+        created_at timestamptz not null default now()
+      )`,
+      `create index stream_payloads_created_at on stream_payloads (created_at)`,
+    ],
+  },
 ];

@@ -11,6 +11,22 @@ export async function itemActions(knex: Knex, tenant: string, itemIds: string[])
   return new Map(rows.map((r) => [r.id, r.action]));
 }
 
+/**
+ * How each of `itemIds` that is an Item of the tenant takes events: its `itemAction`, and whether
+ * its events are stored — all but those of a `STREAM` item, unless its attribute `persist` is true.
+ */
+export async function itemIngestKinds(knex: Knex, tenant: string, itemIds: string[]): Promise<Map<string, { action: string | null; stored: boolean }>> {
+  const rows = (await knex("entities")
+    .where({ tenant, type: "Item" })
+    .whereIn("id", itemIds)
+    .select("id", knex.raw("attributes->>'itemAction' as action"), knex.raw("attributes->'persist' = 'true'::jsonb as persist"))) as {
+    id: string;
+    action: string | null;
+    persist: boolean | null;
+  }[];
+  return new Map(rows.map((r) => [r.id, { action: r.action, stored: r.action !== "STREAM" || r.persist === true }]));
+}
+
 /** The calculation definition a derived Item's `definedBy` ItemDefinition names (attribute `calculationDefinition`), if any. */
 export async function definingCalculation(knex: Knex, tenant: string, itemId: string): Promise<string | undefined> {
   const row = (await knex("links as l")

@@ -1,22 +1,23 @@
 import { randomUUID } from "node:crypto";
 import swagger from "@fastify/swagger";
+import websocket from "@fastify/websocket";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest } from "fastify";
 import { callerProblem, databaseCause, ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { mayActIn } from "./auth.js";
+import { readTenant } from "./request.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
 import { consoleRoutes } from "./routes/console.js";
 import { eventRoutes } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
+import { streamRoutes } from "./routes/streams.js";
 import { clientErrorHandler, frameworkProblem, MAX_PARAM_LENGTH, refuseFaultyText, refuseForeignCharset } from "./input.js";
 import { Problem } from "./schemas.js";
 import type { Access, App, ServerDeps } from "./types.js";
 import { schemaCompiler } from "./validation.js";
-
-const TENANT_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 /** Builds the REST server on an open database; the caller listens and closes. */
 export async function buildServer(deps: ServerDeps): Promise<App> {
@@ -55,7 +56,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   app.addHook("onRequest", async (request) => {
     if (closing) throw new ProblemError("UNAVAILABLE", "the service is shutting down; retry on another instance");
     const access = request.routeOptions.config?.access ?? "public";
-    if (access === "public") return;
+    if (access === "public" || access === "stream") return;
     request.principal = await authenticate(request.headers.authorization);
     request.tenant = readTenant(request.headers["x-tenant-id"]);
     // Decided before any handler reads; the answer is the same whether the tenant exists or not.
@@ -123,6 +124,9 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   eventRoutes(app, deps);
   calculationRoutes(app, deps);
   await consoleRoutes(app);
+  // Streams close their sockets themselves (1001) before the server closes: the plugin's own close is a no-op.
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 }, preClose: (done) => done() });
+  streamRoutes(app, deps);
   return app;
 }
 
@@ -147,7 +151,8 @@ function documentRoute(route: { method: string | string[]; url: string; config?:
     schema.headers = {
       ...headers,
       properties: { ...headers.properties, "x-tenant-id": { type: "string", minLength: 1, maxLength: 128, description: "Tenant the request acts in; one the token names" } },
-      required: [...new Set([...(headers.required ?? []), "x-tenant-id"])],
+      // A stream may take its tenant from its first message instead (browsers cannot set headers).
+      required: access === "stream" ? (headers.required ?? []) : [...new Set([...(headers.required ?? []), "x-tenant-id"])],
     };
   }
   const problem = { content: { "application/problem+json": { schema: { $ref: "Problem#" } } } };
@@ -165,6 +170,15 @@ function errorStatuses(route: { method: string | string[]; url: string }, access
       [503, "the database or an engine does not answer, or the service is shutting down"],
     ];
   }
+  if (access === "stream") {
+    return [
+      [400, "a path or query parameter is not valid"],
+      [404, "the path does not name a route (a path parameter that is not a uuid)"],
+      [414, "a path parameter is longer than the longest a route takes"],
+      [426, "the request is not a WebSocket upgrade"],
+      [503, "the service is shutting down"],
+    ];
+  }
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   const hasBody = methods.some((m) => m === "POST" || m === "PUT" || m === "PATCH");
   const statuses: [number, string][] = [
@@ -177,19 +191,6 @@ function errorStatuses(route: { method: string | string[]; url: string }, access
   if (hasBody) statuses.push([409, "a conflict with a stored row (a duplicate externalId, an inactive definition)"], [413, "the body is larger than BODY_LIMIT_BYTES"], [415, "the Content-Type is not accepted"], [422, "a transform or calculation failed"]);
   statuses.push([503, "the database is not reachable, or the service is busy or shutting down"]);
   return statuses;
-}
-
-function readTenant(header: string | string[] | undefined): string {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined || value.trim() === "") {
-    throw new ProblemError("MISSING_TENANT", "the X-TENANT-ID header is required");
-  }
-  const tenant = value.trim();
-  if (!TENANT_PATTERN.test(tenant)) {
-    const message = "X-TENANT-ID must be 1 to 128 visible ASCII characters";
-    throw new ProblemError("INVALID_REQUEST", message, { errors: [{ path: "headers.x-tenant-id", message }] });
-  }
-  return tenant;
 }
 
 /** Maps fastify's own errors (validation, body parsing, limits) to a problem; everything else via toProblemError. */

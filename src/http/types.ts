@@ -10,8 +10,12 @@ import type { Authenticator, Principal } from "./auth.js";
 
 /** The types the server and its route files share; they import them from here, not from each other. */
 
-/** Who may call a route: anyone, any holder of a valid token (and a tenant), or an admin. */
-export type Access = "public" | "user" | "admin";
+/**
+ * Who may call a route: anyone, any holder of a valid token (and a tenant), or an admin. `stream`:
+ * a WebSocket route that checks the token itself (an admin's), after the upgrade, so that a
+ * refusal is a close code and a browser may send its token in a first message.
+ */
+export type Access = "public" | "user" | "admin" | "stream";
 
 declare module "fastify" {
   interface FastifyRequest {

@@ -2,7 +2,8 @@ import type { Knex } from "knex";
 import { compareKeys, writeTransaction } from "../db/write-retry.js";
 import { copyFromStdin, isPostgresKnex } from "../db/database.js";
 import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.js";
-import { itemActions } from "../graph/items.js";
+import { itemIngestKinds } from "../graph/items.js";
+import { publishEvents } from "../streams/publish.js";
 import { parseEvent, type EventRecord } from "./events.js";
 
 /** Rows written per statement; the rows travel as eleven arrays, so the statement size does not grow. */
@@ -21,6 +22,8 @@ export interface IngestOptions {
 
 export interface IngestResult {
   stored: number;
+  /** Events of `STREAM` items pushed to their subscribers and not stored. */
+  streamed: number;
   rejected: ProblemDetail[];
   /** Bad rows beyond those listed. */
   rejectedTotal: number;
@@ -32,6 +35,8 @@ export interface IngestResult {
  * bad row fails the whole upload (nothing stored, every bad row listed up to 100); with `partial`
  * the good rows are stored and the bad ones reported. Items must exist in the tenant and must not
  * be derived (`itemAction: CALCULATE`). Re-sending an event replaces it: `(item, timestamp, sourceId)`.
+ * Every accepted event is announced to the live streams when the transaction commits; the events
+ * of a `STREAM` item are not stored unless the item's attribute `persist` is true.
  *
  * Each batch is written in key order, so concurrent uploads of the same events lock them in the same
  * order. An upload that fits in one batch is held whole, and its transaction is re-run on a deadlock
@@ -68,6 +73,7 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
   const rejected: ProblemDetail[] = [];
   let rejectedTotal = 0;
   let stored = 0;
+  let streamed = 0;
   const items = new ItemCheck(trx, tenant);
   let batch = new Map<string, { event: EventRecord; row: number }>();
   const reject = (row: number, field: string, message: string) => {
@@ -83,7 +89,10 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     const refused = entries.filter((e) => refusals.has(e.event.itemId)).sort((x, y) => x.row - y.row);
     for (const { event, row } of refused) reject(row, "itemId", refusals.get(event.itemId)!);
     if (rejectedTotal > 0 && !options.partial) return; // nothing will be kept: stop writing, keep checking
-    stored += await writeEvents(trx, tenant, writable);
+    const kept = writable.filter((e) => items.isStored(e.itemId));
+    stored += await writeEvents(trx, tenant, kept);
+    streamed += writable.length - kept.length;
+    await publishEvents(trx, tenant, writable);
   };
 
   let row = 0;
@@ -105,12 +114,13 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     const more = rejectedTotal > rejected.length ? ` (the first ${rejected.length} listed)` : "";
     throw new ProblemError("INVALID_REQUEST", `${rejectedTotal} of ${row} events are not valid${more}; nothing was stored`, { errors: rejected });
   }
-  return { stored, rejected, rejectedTotal };
+  return { stored, streamed, rejected, rejectedTotal };
 }
 
-/** Remembers, per upload, which items exist and may take events. */
+/** Remembers, per upload, which items exist, may take events, and keep them. */
 class ItemCheck {
   private readonly known = new Map<string, string | null>();
+  private readonly notStored = new Set<string>();
   constructor(
     private readonly knex: Knex,
     private readonly tenant: string,
@@ -120,9 +130,11 @@ class ItemCheck {
   async refusals(itemIds: string[]): Promise<Map<string, string>> {
     const unknown = [...new Set(itemIds)].filter((id) => !this.known.has(id));
     if (unknown.length > 0) {
-      const found = await itemActions(this.knex, this.tenant, unknown);
+      const found = await itemIngestKinds(this.knex, this.tenant, unknown);
       for (const id of unknown) {
-        const action = found.get(id);
+        const kind = found.get(id);
+        const action = kind?.action;
+        if (kind?.stored === false) this.notStored.add(id);
         this.known.set(
           id,
           !found.has(id)
@@ -139,6 +151,11 @@ class ItemCheck {
       if (reason != null) refused.set(id, reason);
     }
     return refused;
+  }
+
+  /** Whether the item's events are stored (all but a STREAM item's without `persist`); known after {@link refusals}. */
+  isStored(itemId: string): boolean {
+    return !this.notStored.has(itemId);
   }
 }
 

@@ -87,7 +87,7 @@ function orderTerms(sorting: unknown): { column: string; order: "asc" | "desc" }
   return terms;
 }
 
-interface EventRow {
+export interface EventRow {
   ts: Date;
   value: number;
   source_id: string;
@@ -101,7 +101,7 @@ interface EventRow {
   meta_to: Date | null;
 }
 
-function eventJson(row: EventRow): EventJson {
+export function eventJson(row: EventRow): EventJson {
   const json: EventJson = { timestamp: row.ts.toISOString(), value: row.value };
   if (row.source_id !== "") json.sourceId = row.source_id;
   if (row.tags !== null) json.tags = row.tags;
@@ -116,7 +116,7 @@ function eventJson(row: EventRow): EventJson {
 }
 
 /** The events of the items in `[from, to)` that pass the filter, as a subquery. */
-function eventsInRange(knex: Knex, tenant: string, itemIds: string[], range: ResolvedRange, options: QueryOptions): Knex.QueryBuilder {
+export function eventsInRange(knex: Knex, tenant: string, itemIds: string[], range: ResolvedRange, options: QueryOptions): Knex.QueryBuilder {
   const query = knex("events")
     .where({ tenant })
     .whereIn("item_id", itemIds)

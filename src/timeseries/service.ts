@@ -1,7 +1,9 @@
 import type { Knex } from "knex";
+import { DateTime } from "luxon";
 import { invalidRequest, ProblemError, type ProblemDetail } from "../errors.js";
 import { definingCalculation, indexSetItems, itemActions, missingItems } from "../graph/items.js";
-import { isUuid } from "../input.js";
+import { isUuid, MAX_INSTANT_MS } from "../input.js";
+import { deleteEvents, latestEvents, streamEvents } from "./export.js";
 import { ingestEvents, type IngestOptions, type IngestResult } from "./ingest.js";
 import { resolveEventDateRange, type EventDateRange } from "./periods.js";
 import { aggregateEvents, checkQueryOptions, lastEvents, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
@@ -111,6 +113,84 @@ export class TimeSeries {
   /** Each item's last event before `at` (a STATE-EXPRESSION's inputs). */
   lastEvents(tenant: string, itemIds: string[], at: Date): Promise<{ itemId: string; ts: Date; value: number }[]> {
     return lastEvents(this.knex, tenant, itemIds, at);
+  }
+
+  /** The items of the list that exist in the tenant, each with its itemAction (null: none). */
+  itemActions(tenant: string, itemIds: string[]): Promise<Map<string, string | null>> {
+    return itemActions(this.knex, tenant, itemIds);
+  }
+
+  /**
+   * `GET /items/{itemId}/events/latest` and `POST /events/latest`: each item's latest stored event,
+   * or null; a derived item's is its latest bucket. An unknown item is a 404 naming it.
+   */
+  async latest(tenant: string, itemIds: string[]): Promise<{ itemId: string; event: EventJson | null }[]> {
+    const ids = [...new Set(itemIds.map((id) => id.toLowerCase()))];
+    const actions = await itemActions(this.knex, tenant, ids);
+    const missing = ids.filter((id) => !actions.has(id));
+    if (missing.length > 0) throw invalidRequest(`there is no Item ${missing.join(", ")} in this tenant`, "itemIds", 404);
+    const stored = await latestEvents(this.knex, tenant, ids.filter((id) => actions.get(id) !== "CALCULATE"));
+    const answer: { itemId: string; event: EventJson | null }[] = [];
+    for (const itemId of ids) {
+      if (actions.get(itemId) === "CALCULATE") {
+        const bucket = await this.latestBucket(tenant, itemId);
+        answer.push({ itemId, event: bucket === undefined || bucket.value === null ? null : { timestamp: bucket.timestamp, value: bucket.value } });
+      } else answer.push({ itemId, event: stored.get(itemId) ?? null });
+    }
+    return answer;
+  }
+
+  /**
+   * A derived item's latest bucket, as its calculation answers with its own defaults: the last
+   * bucket of a TIMESERIES, the value (at now) of a VALUE calculation; undefined when it has none.
+   */
+  async latestBucket(tenant: string, itemId: string): Promise<BucketJson | undefined> {
+    const answer = await this.derived(tenant, itemId, {});
+    if ("value" in answer) return { timestamp: this.clock().toISOString(), value: answer.value };
+    if ("buckets" in answer) return answer.buckets[answer.buckets.length - 1];
+    const last = answer.events[answer.events.length - 1];
+    return last === undefined ? undefined : { timestamp: last.timestamp, value: last.value };
+  }
+
+  /** `DELETE /items/{itemId}/events?from&to`: the item's events in `[from, to)`, in one statement. */
+  async deleteRange(tenant: string, itemId: string, from: Date, to: Date): Promise<number> {
+    const id = itemId.toLowerCase();
+    const actions = await itemActions(this.knex, tenant, [id]);
+    if (!actions.has(id)) throw invalidRequest(`there is no Item ${id} in this tenant`, "itemId", 404);
+    if (!(from.getTime() <= to.getTime())) throw invalidRequest("from must not be later than to", "to");
+    return deleteEvents(this.knex, tenant, id, from, to);
+  }
+
+  /**
+   * An item's raw events in the request's range and filter, as a stream without a size limit
+   * (NDJSON and CSV exports). Everything is checked before the first row is read, so a bad
+   * request is an error answer, never a broken stream. Pagination does not apply; the order is
+   * by timestamp, ascending unless `sorting.order` is `["timestamp-"]`.
+   */
+  async exportEvents(tenant: string, itemId: string, request: SeriesRequest): Promise<AsyncGenerator<EventJson>> {
+    const id = itemId.toLowerCase();
+    const options = request.queryOptions ?? {};
+    checkQueryOptions(options);
+    if (options.aggregation !== undefined) throw invalidRequest("an export is of raw events: ask for aggregated buckets as JSON", "queryOptions.aggregation");
+    const order = (options.sorting as { order?: unknown } | undefined)?.order ?? ["timestamp"];
+    const descending = Array.isArray(order) && order.length === 1 && order[0] === "timestamp-";
+    if (!descending && !(Array.isArray(order) && order.length === 1 && (order[0] === "timestamp" || order[0] === "timestamp+"))) {
+      throw invalidRequest('an export is sorted by timestamp: sorting.order is ["timestamp"] or ["timestamp-"]', "queryOptions.sorting.order");
+    }
+    const actions = await itemActions(this.knex, tenant, [id]);
+    if (!actions.has(id)) throw invalidRequest(`there is no Item ${id} in this tenant`, "itemId", 404);
+    if (actions.get(id) === "CALCULATE") throw invalidRequest(`Item ${id} is derived (itemAction CALCULATE): it has buckets, not events to export`, "itemId", 422);
+    const range = resolveEventDateRange(request.eventDateRange, this.clock(), this.defaultZone);
+    const rows = streamEvents(this.knex, tenant, [id], range, options, descending);
+    return (async function* () {
+      for await (const row of rows) yield row.event;
+    })();
+  }
+
+  /** The stored events of the items from `since` on, in timestamp order (a subscriber resuming). */
+  eventsSince(tenant: string, itemIds: string[], since: Date): AsyncGenerator<{ itemId: string; event: EventJson }> {
+    const range = { from: DateTime.fromJSDate(since, { zone: "UTC" }), to: DateTime.fromMillis(MAX_INSTANT_MS, { zone: "UTC" }), zone: "UTC" };
+    return streamEvents(this.knex, tenant, itemIds, range, {});
   }
 
   /** `POST /timeline/query` (contract §8). */

@@ -235,7 +235,7 @@ describeEachBackend("concurrent bulk writes", (ctx) => {
           await new Promise((r) => setTimeout(r, 20));
         }
         await other.commit();
-        expect(await upload).to.deep.equal({ stored: 3, rejected: [], rejectedTotal: 0 });
+        expect(await upload).to.deep.equal({ stored: 3, streamed: 0, rejected: [], rejectedTotal: 0 });
       } finally {
         if (!other.isCompleted()) await other.rollback();
       }
@@ -251,7 +251,7 @@ describeEachBackend("concurrent bulk writes", (ctx) => {
       for (let k = count - 1; k >= 0; k--) yield { itemId: item!.id, timestamp: new Date(Date.UTC(2026, 0, 1) + k * 60_000).toISOString(), value: k };
     }
     const result = await ingestEvents(ctx.db.knex, ctx.tenant, rows());
-    expect(result).to.deep.equal({ stored: count, rejected: [], rejectedTotal: 0 });
+    expect(result).to.deep.equal({ stored: count, streamed: 0, rejected: [], rejectedTotal: 0 });
     const [summary] = (await ctx.db.knex("events").where({ tenant: ctx.tenant }).select(ctx.db.knex.raw("count(*)::int as n, sum(value)::float8 as total"))) as { n: number; total: number }[];
     expect(summary).to.deep.equal({ n: count, total: (count * (count - 1)) / 2 });
   });

@@ -145,7 +145,9 @@ describe("OpenAPI description", function () {
       }
       expect(op.security, `${method} ${path}`).to.deep.equal([{ bearerAuth: [] }]);
       const tenant = op.parameters?.find((p) => p.in === "header" && p.name.toLowerCase() === "x-tenant-id");
-      expect(tenant?.required, `${method} ${path} X-TENANT-ID`).to.equal(true);
+      // A stream may name its tenant in its first message instead (contract §10).
+      const stream = path === "/items/{itemId}/stream" || path === "/streams";
+      expect(tenant?.required ?? false, `${method} ${path} X-TENANT-ID`).to.equal(!stream);
     }
     const lists = ["/graph/entities", "/api-definitions", "/calculation-definitions"].map((path) => doc.paths[path]!.get!);
     for (const list of lists) expect(list.parameters?.filter((p) => p.in === "query").map((p) => p.name)).to.include.members(["limit", "offset"]);
@@ -166,10 +168,14 @@ describe("OpenAPI description", function () {
 
   it("gives every 200 and 201 a schema, and every 204 no content", () => {
     for (const [method, path, op] of operations(doc)) {
-      const success = Object.entries(op.responses).filter(([status]) => status.startsWith("2"));
+      // A WebSocket route's one success is the upgrade.
+      const success = Object.entries(op.responses).filter(([status]) => status.startsWith("2") || status === "101");
       expect(success.length, `${method} ${path}`).to.equal(1);
       const [status, response] = success[0]!;
-      if (status === "204") {
+      if (status === "101") {
+        expect(response.content, `${method} ${path}`).to.equal(undefined);
+        expect(path).to.be.oneOf(["/items/{itemId}/stream", "/streams"]);
+      } else if (status === "204") {
         expect(response.content, `${method} ${path}`).to.equal(undefined);
         expect(method).to.equal("delete");
       } else {

@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import knexFactory from "knex";
 import { openDatabase, type Database } from "../../src/db/database.js";
+import { postgresNotifications } from "../../src/db/notifications.js";
 import { describeEachBackend } from "../support/backends.js";
 import { testServer, type TestServer } from "../support/server.js";
 import { adminToken } from "../support/tokens.js";
@@ -108,7 +109,8 @@ describe("REST skeleton without its database", function () {
   it("answers a request with 503 UNAVAILABLE when PostgreSQL does not accept connections", async () => {
     // Port 1 on the loopback refuses at once: a database that is down.
     const knex = knexFactory({ client: "pg", connection: "postgres://postgres@127.0.0.1:1/test", acquireConnectionTimeout: 2000, log: { warn: () => {}, error: () => {} } });
-    const down: Database = { knex, graph: { knex, presetTimeoutMs: undefined }, kind: "postgres", ping: async () => {}, close: () => knex.destroy() };
+    const notifications = postgresNotifications("postgres://postgres@127.0.0.1:1/test", 1000);
+    const down: Database = { knex, graph: { knex, presetTimeoutMs: undefined }, kind: "postgres", notifications, ping: async () => {}, close: () => knex.destroy() };
     const server = await testServer(down);
     const res = await server.app.inject({
       method: "GET",

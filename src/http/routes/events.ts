@@ -1,7 +1,11 @@
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { Type } from "typebox";
-import { ProblemError } from "../../errors.js";
+import { invalidRequest, ProblemError } from "../../errors.js";
+import { instant } from "../../timeseries/events.js";
+import { CSV_HEADER, csvLine } from "../../timeseries/export.js";
+import type { EventJson } from "../../timeseries/query.js";
 import type { QueryType } from "../../timeseries/service.js";
+import type { IngestResult } from "../../timeseries/ingest.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../types.js";
@@ -20,6 +24,25 @@ function uploadRows(contentType: string | undefined, body: unknown): { rows: Asy
   return { rows: events, numericStrings: false };
 }
 
+/** `{ stored }`, and `streamed` when events of STREAM items were pushed without being stored. */
+function storedAnswer(result: IngestResult): { stored: number; streamed?: number } {
+  return result.streamed > 0 ? { stored: result.stored, streamed: result.streamed } : { stored: result.stored };
+}
+
+/** The export asked for by `Accept`: NDJSON or CSV; undefined for JSON (the default). */
+function exportFormat(accept: string | undefined): "ndjson" | "csv" | undefined {
+  const types = (accept ?? "").split(",").map((t) => t.split(";")[0]!.trim().toLowerCase());
+  if (types.includes(NDJSON)) return "ndjson";
+  if (types.includes(CSV)) return "csv";
+  return undefined;
+}
+
+/** The export's text, line by line: one JSON event per line, or the CSV header then one line per event. */
+async function* exportLines(events: AsyncIterable<EventJson>, format: "ndjson" | "csv"): AsyncGenerator<string> {
+  if (format === "csv") yield `${CSV_HEADER.join(",")}\r\n`;
+  for await (const event of events) yield format === "csv" ? csvLine(event) : `${JSON.stringify(event)}\n`;
+}
+
 export function eventRoutes(app: App, { services }: ServerDeps): void {
   // NDJSON and CSV uploads are read as streams, batch by batch, not buffered whole.
   app.addContentTypeParser([NDJSON, CSV], (_request, payload, done) => done(null, payload));
@@ -27,6 +50,7 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
   const tags = ["time series"];
   const Stored = Type.Object({
     stored: Type.Integer(),
+    streamed: Type.Optional(Type.Integer({ description: "events of STREAM items pushed to their subscribers and not stored; absent when none" })),
     rejected: Type.Optional(Type.Array(Type.Record(Type.String(), Type.Unknown()))),
     rejectedTotal: Type.Optional(Type.Integer()),
   });
@@ -70,7 +94,7 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
       const result = await services.timeSeries.ingest(requireTenant(request), rows, { itemId: request.params.itemId.toLowerCase(), partial: request.query.partial, numericStrings });
-      return request.query.partial ? result : { stored: result.stored };
+      return request.query.partial ? { ...storedAnswer(result), rejected: result.rejected, rejectedTotal: result.rejectedTotal } : storedAnswer(result);
     },
   );
 
@@ -83,7 +107,7 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
     async (request) => {
       const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
       const result = await services.timeSeries.ingest(requireTenant(request), rows, { partial: request.query.partial, numericStrings });
-      return request.query.partial ? result : { stored: result.stored };
+      return request.query.partial ? { ...storedAnswer(result), rejected: result.rejected, rejectedTotal: result.rejectedTotal } : storedAnswer(result);
     },
   );
 
@@ -104,6 +128,9 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
       schema: {
         operationId: "queryItemEvents",
         summary: "Events of one item in a date range: raw, or aggregated into buckets when queryOptions.aggregation is given",
+        description:
+          "With Accept: application/x-ndjson (one event per line) or text/csv (the upload's header), the raw events are exported as a stream, " +
+          'without pagination or size limit, sorted by timestamp (sorting.order ["timestamp-"] for descending).',
         tags,
         params: Type.Object({ itemId: Uuid }),
         body: Type.Object(SeriesBody, { additionalProperties: false }),
@@ -111,7 +138,69 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
         response: { 200: Type.Union([Events, Buckets, Type.Object({ value: Type.Union([Type.Number(), Type.Null()]) }, { additionalProperties: false })]) },
       },
     },
-    async (request) => services.timeSeries.itemQuery(requireTenant(request), request.params.itemId, request.body),
+    async (request, reply) => {
+      const format = exportFormat(request.headers.accept);
+      if (format === undefined) return services.timeSeries.itemQuery(requireTenant(request), request.params.itemId, request.body);
+      const events = await services.timeSeries.exportEvents(requireTenant(request), request.params.itemId, request.body);
+      return reply.type(format === "ndjson" ? NDJSON : `${CSV}; charset=utf-8`).send(Readable.from(exportLines(events, format)) as never);
+    },
+  );
+
+  app.get(
+    "/items/:itemId/events/latest",
+    {
+      config: admin,
+      schema: {
+        operationId: "latestItemEvent",
+        summary: "The latest stored event of one item (a derived item's latest bucket), or null",
+        tags,
+        params: Type.Object({ itemId: Uuid }),
+        response: { 200: Type.Object({ event: Type.Union([Event, Type.Null()]) }, { additionalProperties: false }) },
+      },
+    },
+    async (request) => ({ event: (await services.timeSeries.latest(requireTenant(request), [request.params.itemId]))[0]!.event }),
+  );
+
+  app.post(
+    "/events/latest",
+    {
+      config: admin,
+      schema: {
+        operationId: "latestEvents",
+        summary: "The latest stored event of each item of a list, or null",
+        tags,
+        body: Type.Object({ itemIds: Type.Array(Uuid, { minItems: 1, maxItems: 1000 }) }, { additionalProperties: false }),
+        response: {
+          200: Type.Object(
+            { latest: Type.Array(Type.Object({ itemId: Type.String(), event: Type.Union([Event, Type.Null()]) }, { additionalProperties: false })) },
+            { additionalProperties: false },
+          ),
+        },
+      },
+    },
+    async (request) => ({ latest: await services.timeSeries.latest(requireTenant(request), request.body.itemIds) }),
+  );
+
+  app.delete(
+    "/items/:itemId/events",
+    {
+      config: admin,
+      schema: {
+        operationId: "deleteItemEvents",
+        summary: "Deletes an item's events in [from, to), in one transaction",
+        tags,
+        params: Type.Object({ itemId: Uuid }),
+        querystring: Type.Object({ from: Type.String({ format: "date-time" }), to: Type.String({ format: "date-time" }) }, { additionalProperties: false }),
+        response: { 200: Type.Object({ deleted: Type.Integer() }, { additionalProperties: false }) },
+      },
+    },
+    async (request) => {
+      const from = instant(request.query.from);
+      const to = instant(request.query.to);
+      if (from === undefined) throw invalidRequest("from must be an ISO-8601 instant", "querystring.from");
+      if (to === undefined) throw invalidRequest("to must be an ISO-8601 instant", "querystring.to");
+      return { deleted: await services.timeSeries.deleteRange(requireTenant(request), request.params.itemId, from, to) };
+    },
   );
 
   app.post(
