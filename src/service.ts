@@ -80,7 +80,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
           // Workers stop fetching and finish the tasks in hand while the server finishes its requests.
           await Promise.all([...workers.map((w) => w.stop()), server.close()]);
         } finally {
-          services.streams.stop();
+          await services.streams.stop();
           await services.transforms.close();
           await db.close();
         }

@@ -133,4 +133,18 @@ export const migrations: Migration[] = [
       `create index stream_payloads_created_at on stream_payloads (created_at)`,
     ],
   },
+  {
+    id: "005_stream_watchers",
+    statements: [
+      // Which processes have live-stream subscribers of which tenant, until when (renewed while
+      // they do): an upload announces its events only when some process watches its tenant.
+      `create table stream_watchers (
+        process_id text not null,
+        tenant text not null,
+        expires_at timestamptz not null,
+        primary key (process_id, tenant)
+      )`,
+      `create index stream_watchers_tenant on stream_watchers (tenant, expires_at)`,
+    ],
+  },
 ];

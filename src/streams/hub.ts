@@ -1,7 +1,8 @@
+import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import type { NotificationSource } from "../db/notifications.js";
 import type { BucketJson } from "../timeseries/query.js";
-import { dropOldPayloads, storedPayload, type StreamNotice } from "./publish.js";
+import { dropOldPayloads, dropWatchers, registerWatcher, renewWatchers, storedPayload, WATCH_TTL_MS, type StreamNotice } from "./publish.js";
 import { STREAM_CHANNEL, type StreamMessage } from "./messages.js";
 
 /** One connection's end of a subscription: it is handed each message as JSON text. */
@@ -45,6 +46,11 @@ export class StreamHub {
   private cleanup: NodeJS.Timeout | undefined;
   private readonly retentionMs: number;
   private starting: Promise<void> | undefined;
+  /** This process's name in `stream_watchers`. */
+  private readonly processId = randomUUID();
+  /** Tenants with subscribers here: how many, and the registration they wait for. */
+  private readonly watched = new Map<string, { count: number; registered: Promise<void> }>();
+  private renewal: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly knex: Knex,
@@ -75,11 +81,55 @@ export class StreamHub {
       dropOldPayloads(this.knex, this.retentionMs).catch((err: unknown) => this.options.onWarning?.("could not drop old stream payloads", { error: String(err) }));
     }, this.retentionMs);
     this.cleanup.unref();
+    this.renewal = setInterval(() => {
+      renewWatchers(this.knex, this.processId, [...this.watched.keys()])
+        .then(() => dropWatchers(this.knex, undefined))
+        .catch((err: unknown) => this.options.onWarning?.("could not renew this process's stream watches", { error: String(err) }));
+    }, WATCH_TTL_MS / 3);
+    this.renewal.unref();
   }
 
-  stop(): void {
+  /** Stops the timers and forgets this process's watches (best effort: they expire anyway). */
+  async stop(): Promise<void> {
     clearInterval(this.cleanup);
+    clearInterval(this.renewal);
     for (const d of this.derived.values()) clearTimeout(d.timer);
+    if (this.watched.size === 0) return;
+    this.watched.clear();
+    await dropWatchers(this.knex, this.processId).catch(() => undefined);
+  }
+
+  /**
+   * Makes uploads of `tenant` announce their events from now on, in every process (resolves once
+   * the tenant's uploads in progress have committed: see tenantWatched); answers the release.
+   * A tenant nobody here watches any more is let go when its watch expires (WATCH_TTL_MS), not at
+   * once, so that a new subscriber right after never races a deletion.
+   */
+  async watchTenant(tenant: string): Promise<() => void> {
+    let entry = this.watched.get(tenant);
+    if (entry === undefined) {
+      const registered = registerWatcher(this.knex, this.processId, tenant);
+      this.watched.set(tenant, (entry = { count: 0, registered }));
+      registered.catch(() => {
+        if (this.watched.get(tenant) === entry) this.watched.delete(tenant);
+      });
+    }
+    entry.count++;
+    const held = entry;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      held.count--;
+      if (held.count === 0 && this.watched.get(tenant) === held) this.watched.delete(tenant);
+    };
+    try {
+      await held.registered;
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return release;
   }
 
   /** Subscribes to stored or streamed items; answers the unsubscribe. */

@@ -49,6 +49,58 @@ export async function publishEvents(trx: Knex.Transaction, tenant: string, event
   await notifyInOrder(trx, inline, oversized);
 }
 
+/** How long a process's word that it watches a tenant holds unless renewed (renewed every third of it). */
+export const WATCH_TTL_MS = 30_000;
+
+/** The advisory lock that orders a tenant's uploads against a subscription being registered. */
+function watchLock(tenant: string): string {
+  return `stream-watch:${tenant}`;
+}
+
+/**
+ * Whether a subscriber in any process watches the tenant (`stream_watchers`): an upload nobody
+ * watches announces nothing — serialising every event into notifications cost bulk ingestion half
+ * its speed. The tenant's lock is taken shared first, in a statement of its own so that the read
+ * after it sees every registration committed before, and held to the end of the transaction: a
+ * registration ({@link registerWatcher}) takes it exclusively, so it completes only once every
+ * upload that found the tenant unwatched has committed. Events committed after a subscriber is
+ * told `subscribed` are therefore always announced.
+ */
+export async function tenantWatched(trx: Knex.Transaction, tenant: string): Promise<boolean> {
+  await trx.raw(`select pg_advisory_xact_lock_shared(hashtext(?))`, [watchLock(tenant)]);
+  const { rows } = (await trx.raw(`select exists(select 1 from stream_watchers where tenant = ? and expires_at > now()) as watched`, [tenant])) as { rows: { watched: boolean }[] };
+  return rows[0]?.watched === true;
+}
+
+/** Records that `processId` watches `tenant` for {@link WATCH_TTL_MS}, once the tenant's uploads in progress have committed. */
+export async function registerWatcher(knex: Knex, processId: string, tenant: string): Promise<void> {
+  await knex.transaction(async (trx) => {
+    await trx.raw(`select pg_advisory_xact_lock(hashtext(?))`, [watchLock(tenant)]);
+    await renewWatchers(trx, processId, [tenant]);
+  });
+}
+
+/** Extends (or records again) the process's watch of these tenants; drops other processes' watches long expired. */
+export async function renewWatchers(knex: Knex, processId: string, tenants: string[]): Promise<void> {
+  if (tenants.length === 0) return;
+  await knex.raw(
+    `insert into stream_watchers (process_id, tenant, expires_at)
+     select ?, t, now() + ? * interval '1 millisecond' from unnest(?::text[]) as u(t)
+     on conflict (process_id, tenant) do update set expires_at = excluded.expires_at`,
+    [processId, WATCH_TTL_MS, tenants],
+  );
+}
+
+/** Forgets the watches of a process (at its stop) and every watch expired for a minute. */
+export async function dropWatchers(knex: Knex, processId: string | undefined): Promise<void> {
+  await knex("stream_watchers")
+    .where((q) => {
+      q.where("expires_at", "<", knex.raw(`now() - interval '1 minute'`));
+      if (processId !== undefined) q.orWhere({ process_id: processId });
+    })
+    .del();
+}
+
 /** One statement for the chunks when none is too large; else each in turn, the large ones by reference. */
 async function notifyInOrder(trx: Knex.Transaction, chunks: string[], oversized: { index: number; payload: string }[]): Promise<void> {
   if (oversized.length === 0) {

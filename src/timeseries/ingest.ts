@@ -3,7 +3,7 @@ import { compareKeys, writeTransaction } from "../db/write-retry.js";
 import { copyFromStdin, isPostgresKnex } from "../db/database.js";
 import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.js";
 import { itemIngestKinds } from "../graph/items.js";
-import { publishEvents } from "../streams/publish.js";
+import { publishEvents, tenantWatched } from "../streams/publish.js";
 import { parseEvent, type EventRecord } from "./events.js";
 
 /** Rows written per statement; the rows travel as eleven arrays, so the statement size does not grow. */
@@ -75,6 +75,8 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
   let stored = 0;
   let streamed = 0;
   const items = new ItemCheck(trx, tenant);
+  // Asked once, at the first batch written: the answer holds to the commit (see tenantWatched).
+  let watched: boolean | undefined;
   let batch = new Map<string, { event: EventRecord; row: number }>();
   const reject = (row: number, field: string, message: string) => {
     rejectedTotal++;
@@ -92,7 +94,8 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     const kept = writable.filter((e) => items.isStored(e.itemId));
     stored += await writeEvents(trx, tenant, kept);
     streamed += writable.length - kept.length;
-    await publishEvents(trx, tenant, writable);
+    watched ??= writable.length > 0 ? await tenantWatched(trx, tenant) : undefined;
+    if (watched === true) await publishEvents(trx, tenant, writable);
   };
 
   let row = 0;

@@ -88,7 +88,9 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
     const missing = ids.filter((id) => !actions.has(id));
     if (missing.length > 0) throw new StreamRefusal(CLOSE.unknownItem, `there is no Item ${missing.join(", ")} in this tenant`);
     await services.streams.ready();
-    if (!connection.open) return;
+    const unwatch = await services.streams.watchTenant(caller.tenant);
+    connection.socket.once("close", unwatch);
+    if (!connection.open) return unwatch();
     if (since !== undefined) connection.hold();
     const stops = ids.map((id) =>
       actions.get(id) === "CALCULATE" ? services.streams.subscribeDerived(caller.tenant, id, connection) : services.streams.subscribe(caller.tenant, [id], connection),
