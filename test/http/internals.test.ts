@@ -1,3 +1,4 @@
+import type { Knex } from "knex";
 import { expect } from "chai";
 import { exampleGraph } from "../../src/demo/seed.js";
 import { callerProblem, DATABASE_FAILURE_DETAIL, ProblemError, toProblemError } from "../../src/errors.js";
@@ -40,12 +41,20 @@ describeEachBackend("no internals in answers", (ctx) => {
         payload: { externalId: "all-agreements", active: true, data: { queryParameters: [] }, query: QUERY, transform: "" },
       });
       expect(created.statusCode, created.body).to.equal(201);
-      const res = await server.app.inject({
-        method: "POST",
-        url: "/task-backend/tasks/energy/api/request",
-        headers: headers(await userToken("no-roles")),
-        payload: { apiDefinitionExternalId: "all-agreements", queryParameters: {} },
-      });
+      // On PostgreSQL the walk waits on a lock held here, so it always meets its time-out (a walk of
+      // this small graph could finish within 1 ms and meet the row limit instead).
+      const held = ctx.name === "postgres" ? await holdTableLock(ctx.db.knex, "links") : undefined;
+      let res: Awaited<ReturnType<typeof server.app.inject>>;
+      try {
+        res = await server.app.inject({
+          method: "POST",
+          url: "/task-backend/tasks/energy/api/request",
+          headers: headers(await userToken("no-roles")),
+          payload: { apiDefinitionExternalId: "all-agreements", queryParameters: {} },
+        });
+      } finally {
+        await held?.release();
+      }
       expect(res.statusCode, res.body).to.equal(422);
       const body = res.json() as { code: string; detail: string };
       expect(body.code).to.equal("TRANSFORM_FAILED");
@@ -109,3 +118,23 @@ describe("a caller's problem", () => {
     expect(callerProblem(problem).detail).to.equal(DATABASE_FAILURE_DETAIL);
   });
 });
+
+/** An ACCESS EXCLUSIVE lock on `table`, held by an open transaction until `release()`. */
+async function holdTableLock(knex: Knex, table: string): Promise<{ release(): Promise<void> }> {
+  let release: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let locked: () => void = () => {};
+  const taken = new Promise<void>((resolve) => (locked = resolve));
+  const transaction = knex.transaction(async (trx) => {
+    await trx.raw(`lock table ?? in access exclusive mode`, [table]);
+    locked();
+    await gate;
+  });
+  await Promise.race([taken, transaction]);
+  return {
+    release: async () => {
+      release();
+      await transaction;
+    },
+  };
+}
