@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from "node:fs";
+
 /** Times `fn` `iterations` times after `warmup` runs; returns milliseconds per run, sorted. */
 export async function timeRuns(fn: (i: number) => Promise<unknown>, iterations: number, warmup = Math.min(20, iterations)): Promise<number[]> {
   for (let i = 0; i < warmup; i++) await fn(i);
@@ -36,4 +38,64 @@ export async function waitForHealth(port: number, attempts = 150): Promise<void>
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error("the server did not become healthy");
+}
+
+/** CPU time (ms, user + system) of every process on the machine, by pid, with a group name. */
+export type CpuSnapshot = Map<number, { group: string; ms: number }>;
+
+/** Clock ticks per second of /proc's counters (USER_HZ: 100 on Linux). */
+const TICK_MS = 10;
+
+/**
+ * Reads /proc: this process, its child processes (the transform processes), a Java process (an
+ * engine), PostgreSQL backends by database (from their process titles), and everything else. Lets a
+ * benchmark say where the CPU of a round went, which on a 2-core machine decides its throughput.
+ */
+export function cpuSnapshot(): CpuSnapshot {
+  const snapshot: CpuSnapshot = new Map();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ppid = Number(fields[1]);
+      const ms = (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").replace(/\0/g, " ").trim();
+      const pid = Number(entry);
+      let group = "other";
+      if (pid === process.pid) group = "this process";
+      else if (ppid === process.pid && cmdline.includes("node")) group = "child processes";
+      else if (cmdline.includes("java")) group = "java";
+      else if (cmdline.startsWith("postgres:")) group = postgresGroup(cmdline);
+      else if (cmdline.includes("postgres")) group = "postgres (server)";
+      snapshot.set(pid, { group, ms });
+    } catch {
+      // the process ended while being read
+    }
+  }
+  return snapshot;
+}
+
+/**
+ * "postgres <database>" for a backend ("postgres: [15/main: ]user database host state"), else
+ * "postgres <process>" (checkpointer, walwriter …).
+ */
+function postgresGroup(title: string): string {
+  const words = title.replace(/^postgres: (\S+\/\S+: )?/, "").split(" ");
+  return words.length >= 3 && /\(\d+\)$|^\[local\]$/.test(words[2]!) ? `postgres ${words[1]}` : `postgres ${words[0]}`;
+}
+
+/** CPU ms per group between two snapshots (processes that started in between count from zero). */
+export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): Map<string, number> {
+  const groups = new Map<string, number>();
+  for (const [pid, now] of after) {
+    const spent = now.ms - (before.get(pid)?.ms ?? 0);
+    if (spent > 0) groups.set(now.group, (groups.get(now.group) ?? 0) + spent);
+  }
+  return new Map([...groups].sort((a, b) => b[1] - a[1]));
+}
+
+/** "group 1.23 ms, …": CPU per unit of work (`units` tasks, requests …), largest first. */
+export function cpuPerUnit(spent: Map<string, number>, units: number, unit: string): string {
+  return [...spent].map(([group, ms]) => `${group} ${(ms / units).toFixed(2)} ms`).join(", ") + ` (CPU per ${unit})`;
 }

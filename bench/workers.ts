@@ -24,7 +24,7 @@ import { ROOT } from "../test/support/process.js";
 import { ZeebeEngine } from "../test/support/zeebe.js";
 import { startCamunda7Worker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker, zeebeClient } from "../workers/zeebe/worker.js";
-import { option, percentile, timeRuns } from "./harness.js";
+import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, timeRuns } from "./harness.js";
 
 const tasks = Number(option("tasks", "2000"));
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
@@ -73,10 +73,12 @@ async function camunda7(services: Services, knex: Knex, variables: Record<string
     const round = async (startWorker: () => () => Promise<void>) => {
       const before = await completed();
       for (let i = 0; i < tasks; i += 50) await Promise.all(Array.from({ length: Math.min(50, tasks - i) }, () => c7.startInstance("api-request-example", variables)));
+      const cpu = cpuSnapshot();
       const started = performance.now();
       const stop = startWorker();
       await until(async () => (await completed()) - before >= tasks, "camunda 7 round");
       const ms = performance.now() - started;
+      console.log(`  ${cpuPerUnit(cpuBetween(cpu, cpuSnapshot()), tasks, "task")}`);
       await stop();
       return ms;
     };
@@ -108,10 +110,12 @@ async function zeebe(services: Services, knex: Knex, variables: Record<string, u
       for (let i = 0; i < tasks; i += 50) {
         await Promise.all(Array.from({ length: Math.min(50, tasks - i) }, () => zb.client.createProcessInstance({ bpmnProcessId: "api-request-example-zeebe", variables: variables as never })));
       }
+      const cpu = cpuSnapshot();
       const started = performance.now();
       const stop = startWorker(() => done++);
       await until(() => done >= tasks, "zeebe round");
       const ms = performance.now() - started;
+      console.log(`  ${cpuPerUnit(cpuBetween(cpu, cpuSnapshot()), tasks, "task")}`);
       await stop();
       return ms;
     };

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
@@ -101,7 +102,7 @@ function knexLog(onWarning: ((message: string) => void) | undefined): Knex.Confi
 
 const requireCjs = createRequire(import.meta.url);
 interface PgConnection {
-  connection?: { stream?: { destroy(): void } };
+  connection?: { stream?: { destroy(): void }; parsedStatements?: Record<string, string> };
   __knex__disposed?: unknown;
 }
 const KnexPgClient = requireCjs("knex/lib/dialects/postgres/index.js") as new (config: Knex.Config) => {
@@ -182,12 +183,70 @@ class PostgresClient extends KnexPgClient {
       throw new DatabaseTimeoutError("the connection was dropped after the database sent no answer within the statement time-out", { cause: connection.__knex__disposed });
     }
     try {
-      return await super._query(connection, obj);
+      const name = (obj as { options?: { name?: unknown } }).options?.name;
+      if (typeof name !== "string") return await super._query(connection, obj);
+      await this.makeRoom(connection, name);
+      try {
+        return await super._query(connection, obj);
+      } catch (err) {
+        // A table changed under the plan (a migration by a newer replica): prepared afresh, once.
+        if ((err as { code?: string }).code !== CACHED_PLAN_CHANGED) throw err;
+        await this.deallocate(connection, name);
+        return await super._query(connection, obj);
+      }
     } catch (err) {
       if (!isReadTimeout(err)) throw err;
       throw dropConnection(connection, new DatabaseTimeoutError("the database sent no answer within the statement time-out; the connection was dropped", { cause: err }));
     }
   }
+
+  /**
+   * Each connection keeps at most {@link PREPARED_PER_CONNECTION} prepared statements, the most
+   * recently used: a statement beyond them makes room by deallocating the least recently used
+   * (PostgreSQL keeps a prepared statement's plan for the connection's life otherwise).
+   */
+  private async makeRoom(connection: PgConnection, name: string): Promise<void> {
+    let names = prepared.get(connection);
+    if (names === undefined) prepared.set(connection, (names = new Set()));
+    if (names.delete(name)) {
+      names.add(name);
+      return;
+    }
+    while (names.size >= PREPARED_PER_CONNECTION) await this.deallocate(connection, names.values().next().value!);
+    names.add(name);
+  }
+
+  private async deallocate(connection: PgConnection, name: string): Promise<void> {
+    prepared.get(connection)?.delete(name);
+    const parsed = connection.connection?.parsedStatements;
+    if (parsed === undefined || parsed[name] === undefined) return;
+    await super._query(connection, { sql: `deallocate "${name}"`, bindings: [] });
+    delete parsed[name];
+  }
+}
+
+/** A prepared statement whose result type changed since it was planned (feature_not_supported). */
+const CACHED_PLAN_CHANGED = "0A000";
+/** Prepared statements a connection keeps (each holds its plan on the server). */
+export const PREPARED_PER_CONNECTION = 64;
+/** The names each connection prepared, least recently used first. */
+const prepared = new WeakMap<PgConnection, Set<string>>();
+const preparedNames = new Map<string, string>();
+
+/**
+ * The name a statement is prepared under on the driver's connections: the statement's text,
+ * hashed. A named statement is planned once per connection (custom plans for its first five runs,
+ * then PostgreSQL's generic plan when that costs no more): planning a graph walk costs more than
+ * running it. Only statements run outside a transaction take names (see {@link PostgresClient}).
+ */
+export function preparedName(sql: string): string {
+  let name = preparedNames.get(sql);
+  if (name === undefined) {
+    name = `p_${createHash("sha256").update(sql).digest("hex").slice(0, 32)}`;
+    if (preparedNames.size >= 10_000) preparedNames.clear();
+    preparedNames.set(sql, name);
+  }
+  return name;
 }
 
 

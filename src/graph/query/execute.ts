@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import type { GraphSession } from "../../db/database.js";
+import { isPostgresKnex, preparedName, type GraphSession } from "../../db/database.js";
 import { ProblemError, type ProblemCode } from "../../errors.js";
 import { entityJson, type EntityJson, type EntityRow } from "../entity.js";
 import type { CompiledQuery, QueryParameters } from "./compiler.js";
@@ -112,9 +112,11 @@ async function runStatement(
   let rows: OutputRow[];
   try {
     if (session.presetTimeoutMs === limits.timeoutMs && session.workBudget !== true) {
-      // The pool's connections carry statement_timeout and join_collapse_limit: one round trip.
+      // The pool's connections carry statement_timeout and join_collapse_limit: one round trip,
+      // of a statement prepared once per connection (planning a walk costs more than running it).
       const run = statement(compiled.sql, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
-      rows = ((await session.knex.raw(run.sql, run.bindings)) as { rows: OutputRow[] }).rows;
+      const raw = session.knex.raw(run.sql, run.bindings);
+      rows = ((await (isPostgresKnex(session.knex) ? raw.options({ name: preparedName(run.sql) }) : raw)) as { rows: OutputRow[] }).rows;
     } else if (session.workBudget === true) {
       // Nothing can interrupt a statement here: the statement counts the rows it visits and
       // stops itself past the budget. The count starts from zero for every query (one connection).
