@@ -5,7 +5,7 @@ import { copyFromStdin, isPostgresKnex } from "../db/database.js";
 import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.js";
 import { itemIngestKinds } from "../graph/items.js";
 import { publishEvents, tenantWatched } from "../streams/publish.js";
-import { parseEvent, type EventRecord } from "./events.js";
+import { isoText, parseEvent, type EventRecord } from "./events.js";
 
 /** Rows written per statement; the rows travel as eleven arrays, so the statement size does not grow. */
 const BATCH = 5000;
@@ -80,7 +80,7 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
   const items = new ItemCheck(trx, tenant);
   // Asked once, at the first batch written: the answer holds to the commit (see tenantWatched).
   let watched: boolean | undefined;
-  let batch = new Map<string, { event: EventRecord; row: number }>();
+  let batch: Entry[] = [];
   const reject = (row: number, field: string, message: string) => {
     rejectedTotal++;
     const problem = { path: `events[${row}]${field === "" || field.startsWith("[") ? field : `.${field}`}`, row, message };
@@ -94,8 +94,8 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     for (let k = 1; k < rejected.length; k++) if ((rejected[k]!.row as number) > (rejected[last]!.row as number)) last = k;
     if ((rejected[last]!.row as number) > row) rejected[last] = problem;
   };
-  const flush = async (full: Map<string, { event: EventRecord; row: number }>) => {
-    const entries = [...full.entries()].sort(([a], [b]) => compareKeys(a, b)).map(([, e]) => e);
+  const flush = async (full: Entry[]) => {
+    const entries = inKeyOrder(full);
     const refusals = await items.refusals(entries.map((e) => e.event.itemId));
     const writable = entries.filter((e) => !refusals.has(e.event.itemId)).map((e) => e.event);
     // Refusals are listed by row, as the caller wrote them: their order never depends on the ids.
@@ -115,7 +115,7 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
   let writing: Promise<void> | undefined;
   const handOver = async () => {
     const full = batch;
-    batch = new Map();
+    batch = [];
     if (writing !== undefined) await writing;
     writing = flush(full);
     writing.catch(() => undefined); // awaited before the next batch, or at the end
@@ -127,10 +127,8 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     let full = false;
     if (!parsed.ok) reject(row, parsed.field, parsed.message);
     else {
-      const e = parsed.event;
-      // The same key twice in one statement is an error for PostgreSQL; the later row wins anyway.
-      batch.set(`${e.itemId}|${e.timestamp.getTime()}|${e.sourceId}`, { event: e, row });
-      full = batch.size >= BATCH;
+      batch.push({ event: parsed.event, row, t: parsed.event.timestamp.getTime() });
+      full = batch.length >= BATCH;
     }
     row++;
     return full;
@@ -148,7 +146,7 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     }
     if (writing !== undefined) await writing;
     writing = undefined;
-    if (batch.size > 0) await flush(batch);
+    if (batch.length > 0) await flush(batch);
   } finally {
     // Never leave a statement running under the transaction's COMMIT or ROLLBACK.
     if (writing !== undefined) await writing.catch(() => undefined);
@@ -160,6 +158,29 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     throw new ProblemError("INVALID_REQUEST", `${rejectedTotal} of ${row} events are not valid${more}; nothing was stored`, { errors: rejected });
   }
   return { stored, streamed, rejected, rejectedTotal };
+}
+
+/** A checked row of the batch being read: its event, its place in the upload, and its timestamp in ms. */
+interface Entry {
+  event: EventRecord;
+  row: number;
+  t: number;
+}
+
+/**
+ * The batch sorted by key `(item, timestamp, sourceId)`, the order every upload writes (and so
+ * locks) its events in, each key once: the same key twice in one statement is an error for
+ * PostgreSQL, and the later row wins anyway (the sort is stable).
+ */
+function inKeyOrder(batch: Entry[]): Entry[] {
+  batch.sort((x, y) => compareKeys(x.event.itemId, y.event.itemId) || x.t - y.t || compareKeys(x.event.sourceId, y.event.sourceId));
+  const unique: Entry[] = [];
+  for (let k = 0; k < batch.length; k++) {
+    const e = batch[k]!;
+    const next = batch[k + 1];
+    if (next === undefined || next.t !== e.t || next.event.itemId !== e.event.itemId || next.event.sourceId !== e.event.sourceId) unique.push(e);
+  }
+  return unique;
 }
 
 /** Remembers, per upload, which items exist, may take events, and keep them. */
@@ -251,7 +272,7 @@ function csvText(v: string): string {
 }
 
 function csvInstant(d: Date | null): string {
-  return d === null ? "" : d.toISOString();
+  return d === null ? "" : isoText(d);
 }
 
 function csvJson(v: unknown): string {
@@ -263,7 +284,7 @@ function* csvLines(tenant: string, events: EventRecord[]): Generator<string> {
   const tenantText = csvText(tenant);
   let chunk = "";
   for (const e of events) {
-    chunk += `${tenantText},${e.itemId},${e.timestamp.toISOString()},${csvText(e.sourceId)},${e.value},${e.tags === null ? "" : csvText(arrayLiteral(e.tags))},`;
+    chunk += `${tenantText},${e.itemId},${isoText(e.timestamp)},${csvText(e.sourceId)},${e.value},${e.tags === null ? "" : csvText(arrayLiteral(e.tags))},`;
     chunk +=
       e.keyValues === null && e.tenantCodes === null && e.entityReferences === null && e.entry === null && e.exit === null && e.from === null && e.to === null
         ? ",,,,,,\n"
