@@ -34,8 +34,9 @@ export interface IngestResult {
 
 /**
  * Stores events from any source of raw rows (a JSON array, NDJSON or CSV lines), batch by batch in
- * one transaction: memory holds one batch, never the upload. Each row is checked; by default one
- * bad row fails the whole upload (nothing stored, every bad row listed up to 100); with `partial`
+ * one transaction: memory holds two batches (one read while the other is written), never the
+ * upload. Each row is checked; by default one bad row fails the whole upload (nothing stored, the
+ * first 100 bad rows listed); with `partial`
  * the good rows are stored and the bad ones reported. Items must exist in the tenant and must not
  * be derived (`itemAction: CALCULATE`). Re-sending an event replaces it: `(item, timestamp, sourceId)`.
  * Every accepted event is announced to the live streams when the transaction commits; the events
