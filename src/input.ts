@@ -69,6 +69,30 @@ function memberPath(base: string, key: string): string {
 
 const MAX_FAULTS = 20;
 
+/** How deep {@link inputSound} looks before it leaves the answer to {@link inputFaults}. */
+const SOUND_DEPTH = 8;
+
+/**
+ * True only when {@link inputFaults} would find nothing in `value` — the same checks, without
+ * building a path for every member; false also when the value nests deeper than it looks, so a
+ * caller then asks {@link inputFaults} for the faults (or the certainty that there are none).
+ * On the ingest path, once per event: the paths cost more than the checks.
+ */
+export function inputSound(value: unknown, parentKey?: string, depth = 0): boolean {
+  if (typeof value === "string") return textFault(value) === undefined;
+  if (value === null || typeof value !== "object") return true;
+  if (depth >= SOUND_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!inputSound(value[i], undefined, depth + 1)) return false;
+    return true;
+  }
+  for (const k of Object.keys(value)) {
+    if (textFault(k) !== undefined || protoKeyFault(k, parentKey) !== undefined) return false;
+    if (!inputSound((value as Record<string, unknown>)[k], k, depth + 1)) return false;
+  }
+  return true;
+}
+
 /**
  * Every string of a parsed JSON value, keys included, checked for NUL and lone surrogates, and
  * every key for a prototype name. Returns at most 20 problems, each naming its path under `base`.

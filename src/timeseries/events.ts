@@ -1,5 +1,5 @@
 import { DateTime } from "luxon";
-import { INSTANT_RANGE_TEXT, inputFaults, instantInRange, isUuid } from "../input.js";
+import { INSTANT_RANGE_TEXT, inputFaults, inputSound, instantInRange, isUuid, MAX_INSTANT_MS, MIN_INSTANT_MS } from "../input.js";
 import { UnreadableRow } from "./upload.js";
 
 /** An event as ingested (contract §4), its item known. */
@@ -23,12 +23,15 @@ export type ParsedEvent = { ok: true; event: EventRecord } | { ok: false; messag
 const COMMON_ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/;
 
 /**
- * An ISO-8601 instant, UTC unless it carries an offset. The common calendar form is read by hand
- * (six times faster than a general parser; it is on the ingest path, once per event); any other
- * ISO form goes to luxon.
+ * An ISO-8601 instant, UTC unless it carries an offset. It is on the ingest path, once per event:
+ * the form `toISOString` writes is read character by character ({@link canonicalInstant}), the
+ * other common calendar forms by a regular expression (six times faster than a general parser);
+ * any other ISO form goes to luxon.
  */
 export function instant(value: unknown): Date | undefined {
   if (typeof value !== "string") return undefined;
+  const ms = canonicalInstant(value);
+  if (ms !== undefined) return new Date(ms);
   const text = value.trim();
   const m = COMMON_ISO.exec(text);
   if (m === null) {
@@ -54,6 +57,86 @@ export function instant(value: unknown): Date | undefined {
   return new Date(t);
 }
 
+const DIGIT_0 = 48;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** The digits of `text` from `at` to `at + count` as a number; -1 when one of them is not a digit. */
+function digits(text: string, at: number, count: number): number {
+  let n = 0;
+  for (let i = at; i < at + count; i++) {
+    const d = text.charCodeAt(i) - DIGIT_0;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+/**
+ * The instant of the form `Date.prototype.toISOString` writes, `YYYY-MM-DDTHH:MM:SS.sssZ` (or
+ * without the milliseconds), read character by character: what nearly every upload sends, and
+ * ten times faster than the regular expression. Undefined for any other text, even a valid one
+ * (the general reading in {@link instant} decides that); an impossible date or time in this form
+ * is undefined there too, so the answer is the same either way.
+ */
+export function canonicalInstant(text: string): number | undefined {
+  const length = text.length;
+  if ((length !== 20 && length !== 24) || text.charCodeAt(length - 1) !== 90 /* Z */) return undefined;
+  if (text[4] !== "-" || text[7] !== "-" || text[10] !== "T" || text[13] !== ":" || text[16] !== ":") return undefined;
+  const year = digits(text, 0, 4);
+  const month = digits(text, 5, 2);
+  const day = digits(text, 8, 2);
+  const hour = digits(text, 11, 2);
+  const minute = digits(text, 14, 2);
+  const second = digits(text, 17, 2);
+  let millis = 0;
+  if (length === 24) {
+    if (text[19] !== ".") return undefined;
+    millis = digits(text, 20, 3);
+  }
+  if (year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59 || millis < 0) return undefined;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  if (day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!)) return undefined;
+  // Days since 1970-01-01 of the proleptic Gregorian calendar (H. Hinnant's days_from_civil).
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
+  const days = era * 146097 + yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear - 719468;
+  return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis;
+}
+
+const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, "0"));
+const THREE_DIGITS = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, "0"));
+const DAY_MS = 86_400_000;
+
+/**
+ * `date.toISOString()`, the same text, written three times faster for the years 1000–9999 (the
+ * ingest path writes every event's timestamp as text for COPY); other years go to toISOString.
+ */
+export function isoText(date: Date): string {
+  const ms = date.getTime();
+  if (!(ms >= MIN_INSTANT_MS && ms <= MAX_INSTANT_MS)) return date.toISOString();
+  const days = Math.floor(ms / DAY_MS);
+  let rest = ms - days * DAY_MS;
+  // The civil date of a day count (H. Hinnant's civil_from_days).
+  const z = days + 719468;
+  const era = Math.floor(z / 146097);
+  const dayOfEra = z - era * 146097;
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36524) - Math.floor(dayOfEra / 146096)) / 365);
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const mp = Math.floor((5 * dayOfYear + 2) / 153);
+  const day = dayOfYear - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const hour = Math.floor(rest / 3_600_000);
+  rest -= hour * 3_600_000;
+  const minute = Math.floor(rest / 60_000);
+  rest -= minute * 60_000;
+  const second = Math.floor(rest / 1000);
+  const two = TWO_DIGITS;
+  return `${two[Math.floor(year / 100)]}${two[year % 100]}-${two[month]}-${two[day]}T${two[hour]}:${two[minute]}:${two[second]}.${THREE_DIGITS[rest - second * 1000]}Z`;
+}
+
 function textMap(value: unknown): Record<string, string> | undefined {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
   const entries = Object.entries(value);
@@ -73,7 +156,7 @@ export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, num
   if (raw instanceof UnreadableRow) return { ok: false, field: "", message: raw.message };
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return { ok: false, field: "", message: "an event must be an object" };
   // A streamed row is checked here as a JSON body is at the edge: its text and its keys.
-  const fault = inputFaults(raw, "")[0];
+  const fault = inputSound(raw) ? undefined : inputFaults(raw, "")[0];
   if (fault !== undefined) return { ok: false, field: fault.path ?? "", message: fault.message };
   const e = raw as Record<string, unknown>;
   const itemId = itemIdFromPath ?? e.itemId;

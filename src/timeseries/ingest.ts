@@ -1,15 +1,18 @@
+import { setImmediate } from "node:timers/promises";
 import type { Knex } from "knex";
 import { compareKeys, writeTransaction } from "../db/write-retry.js";
 import { copyFromStdin, isPostgresKnex } from "../db/database.js";
 import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.js";
 import { itemIngestKinds } from "../graph/items.js";
 import { publishEvents, tenantWatched } from "../streams/publish.js";
-import { parseEvent, type EventRecord } from "./events.js";
+import { isoText, parseEvent, type EventRecord } from "./events.js";
 
 /** Rows written per statement; the rows travel as eleven arrays, so the statement size does not grow. */
 const BATCH = 5000;
 /** Most bad rows named in one answer. */
 const MAX_LISTED = 100;
+/** Rows read between two turns of the event loop while a batch is being written. */
+const YIELD_EVERY = 500;
 
 export interface IngestOptions {
   /** The item every event belongs to (`POST /items/{itemId}/events`); else each event names its own. */
@@ -31,8 +34,9 @@ export interface IngestResult {
 
 /**
  * Stores events from any source of raw rows (a JSON array, NDJSON or CSV lines), batch by batch in
- * one transaction: memory holds one batch, never the upload. Each row is checked; by default one
- * bad row fails the whole upload (nothing stored, every bad row listed up to 100); with `partial`
+ * one transaction: memory holds two batches (one read while the other is written), never the
+ * upload. Each row is checked; by default one bad row fails the whole upload (nothing stored, the
+ * first 100 bad rows listed); with `partial`
  * the good rows are stored and the bad ones reported. Items must exist in the tenant and must not
  * be derived (`itemAction: CALCULATE`). Re-sending an event replaces it: `(item, timestamp, sourceId)`.
  * Every accepted event is announced to the live streams when the transaction commits; the events
@@ -77,14 +81,22 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
   const items = new ItemCheck(trx, tenant);
   // Asked once, at the first batch written: the answer holds to the commit (see tenantWatched).
   let watched: boolean | undefined;
-  let batch = new Map<string, { event: EventRecord; row: number }>();
+  let batch: Entry[] = [];
   const reject = (row: number, field: string, message: string) => {
     rejectedTotal++;
-    if (rejected.length < MAX_LISTED) rejected.push({ path: `events[${row}]${field === "" || field.startsWith("[") ? field : `.${field}`}`, row, message });
+    const problem = { path: `events[${row}]${field === "" || field.startsWith("[") ? field : `.${field}`}`, row, message };
+    if (rejected.length < MAX_LISTED) {
+      rejected.push(problem);
+      return;
+    }
+    // The rows listed are the first bad ones, whichever order the checks found them in (a batch's
+    // refused items are known only when it is written, while the next batch is being read).
+    let last = 0;
+    for (let k = 1; k < rejected.length; k++) if ((rejected[k]!.row as number) > (rejected[last]!.row as number)) last = k;
+    if ((rejected[last]!.row as number) > row) rejected[last] = problem;
   };
-  const flush = async () => {
-    const entries = [...batch.entries()].sort(([a], [b]) => compareKeys(a, b)).map(([, e]) => e);
-    batch = new Map();
+  const flush = async (full: Entry[]) => {
+    const entries = inKeyOrder(full);
     const refusals = await items.refusals(entries.map((e) => e.event.itemId));
     const writable = entries.filter((e) => !refusals.has(e.event.itemId)).map((e) => e.event);
     // Refusals are listed by row, as the caller wrote them: their order never depends on the ids.
@@ -98,19 +110,48 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     if (watched === true) await publishEvents(trx, tenant, writable);
   };
 
+  // A full batch is written while the next one is read and checked: the database and the checks
+  // run at once (on two cores), one batch apart, so memory holds two batches at most. The
+  // transaction's statements still run one after the other, batch after batch.
+  let writing: Promise<void> | undefined;
+  const handOver = async () => {
+    const full = batch;
+    batch = [];
+    if (writing !== undefined) await writing;
+    writing = flush(full);
+    writing.catch(() => undefined); // awaited before the next batch, or at the end
+  };
   let row = 0;
-  for await (const raw of rows) {
+  /** Checks one row into the batch; true when the batch is full. */
+  const take = (raw: unknown): boolean => {
     const parsed = parseEvent(raw, options.itemId, options.numericStrings);
+    let full = false;
     if (!parsed.ok) reject(row, parsed.field, parsed.message);
     else {
-      const e = parsed.event;
-      // The same key twice in one statement is an error for PostgreSQL; the later row wins anyway.
-      batch.set(`${e.itemId}|${e.timestamp.getTime()}|${e.sourceId}`, { event: e, row });
-      if (batch.size >= BATCH) await flush();
+      batch.push({ event: parsed.event, row, t: parsed.event.timestamp.getTime() });
+      full = batch.length >= BATCH;
     }
     row++;
+    return full;
+  };
+  try {
+    if (Symbol.iterator in rows) {
+      // Rows held in memory are read without an await per row; while a batch is being written,
+      // the reading stops now and then so that the connection's socket is fed and read.
+      for (const raw of rows as Iterable<unknown>) {
+        if (take(raw)) await handOver();
+        else if (writing !== undefined && row % YIELD_EVERY === 0) await setImmediate();
+      }
+    } else {
+      for await (const raw of rows) if (take(raw)) await handOver();
+    }
+    if (writing !== undefined) await writing;
+    writing = undefined;
+    if (batch.length > 0) await flush(batch);
+  } finally {
+    // Never leave a statement running under the transaction's COMMIT or ROLLBACK.
+    if (writing !== undefined) await writing.catch(() => undefined);
   }
-  if (batch.size > 0) await flush();
 
   rejected.sort((x, y) => (x.row as number) - (y.row as number));
   if (rejectedTotal > 0 && !options.partial) {
@@ -118,6 +159,29 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     throw new ProblemError("INVALID_REQUEST", `${rejectedTotal} of ${row} events are not valid${more}; nothing was stored`, { errors: rejected });
   }
   return { stored, streamed, rejected, rejectedTotal };
+}
+
+/** A checked row of the batch being read: its event, its place in the upload, and its timestamp in ms. */
+interface Entry {
+  event: EventRecord;
+  row: number;
+  t: number;
+}
+
+/**
+ * The batch sorted by key `(item, timestamp, sourceId)`, the order every upload writes (and so
+ * locks) its events in, each key once: the same key twice in one statement is an error for
+ * PostgreSQL, and the later row wins anyway (the sort is stable).
+ */
+function inKeyOrder(batch: Entry[]): Entry[] {
+  batch.sort((x, y) => compareKeys(x.event.itemId, y.event.itemId) || x.t - y.t || compareKeys(x.event.sourceId, y.event.sourceId));
+  const unique: Entry[] = [];
+  for (let k = 0; k < batch.length; k++) {
+    const e = batch[k]!;
+    const next = batch[k + 1];
+    if (next === undefined || next.t !== e.t || next.event.itemId !== e.event.itemId || next.event.sourceId !== e.event.sourceId) unique.push(e);
+  }
+  return unique;
 }
 
 /** Remembers, per upload, which items exist, may take events, and keep them. */
@@ -170,22 +234,23 @@ const UPSERT = `on conflict (tenant, item_id, ts, source_id) do update set
 
 /**
  * Writes one batch. Most uploads append: every event is later than any stored for its item. Such
- * a batch is a plain INSERT under a savepoint; `ON CONFLICT … DO UPDATE`, which makes re-sending
- * idempotent, is used only when a stored event may have the same key — or when the plain INSERT
- * meets one anyway (a concurrent upload of the same events), after rolling back to the savepoint.
- * On PostgreSQL the rows reach the server by `COPY` into a temporary staging table; the embedded
- * database has no COPY from a client and takes them as arrays.
+ * a batch is written under a savepoint without `ON CONFLICT`; `ON CONFLICT … DO UPDATE`, which
+ * makes re-sending idempotent, is used only when a stored event may have the same key — or when
+ * the plain write meets one anyway (a concurrent upload of the same events), after rolling back
+ * to the savepoint. On PostgreSQL an appending batch is `COPY`ed straight into `events` (COPY
+ * writes a page of rows per WAL record, INSERT one record per row), and the others go by `COPY`
+ * into a temporary staging table and `INSERT … SELECT … ON CONFLICT` from it; the embedded
+ * database has no COPY from a client and takes the rows as arrays.
  */
 async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): Promise<number> {
   if (events.length === 0) return 0;
-  const source = (await stage(knex, tenant, events))
-    ? { sql: `select ${EVENT_COLUMNS} from events_staging`, bindings: [] as Knex.RawBinding[] }
-    : arraysOf(tenant, events);
-  const insert = (conflict: string) => knex.raw(`insert into events (${EVENT_COLUMNS}) ${source.sql} ${conflict}`, source.bindings);
+  const postgres = isPostgresKnex(knex);
+  const source = postgres ? undefined : arraysOf(tenant, events);
   if (await appendsOnly(knex, tenant, events)) {
     await knex.raw("savepoint ingest_batch");
     try {
-      await insert("");
+      if (source === undefined) await copyFromStdin(knex, `copy events (${EVENT_COLUMNS}) from stdin with (format csv)`, csvLines(tenant, events));
+      else await knex.raw(`insert into events (${EVENT_COLUMNS}) ${source.sql}`, source.bindings);
       await knex.raw("release savepoint ingest_batch");
       return events.length;
     } catch (err) {
@@ -193,33 +258,44 @@ async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): P
       await knex.raw("rollback to savepoint ingest_batch");
     }
   }
-  await insert(UPSERT);
+  if (source === undefined) {
+    await knex.raw(`create temporary table if not exists events_staging (like events) on commit drop`);
+    await knex.raw(`truncate events_staging`);
+    await copyFromStdin(knex, `copy events_staging (${EVENT_COLUMNS}) from stdin with (format csv)`, csvLines(tenant, events));
+    await knex.raw(`insert into events (${EVENT_COLUMNS}) select ${EVENT_COLUMNS} from events_staging ${UPSERT}`);
+  } else await knex.raw(`insert into events (${EVENT_COLUMNS}) ${source.sql} ${UPSERT}`, source.bindings);
   return events.length;
 }
 
-/** COPY of the batch into `events_staging` (emptied first; dropped at the end of the transaction). False on the embedded database. */
-async function stage(knex: Knex, tenant: string, events: EventRecord[]): Promise<boolean> {
-  const text = (v: string) => `"${v.replace(/"/g, '""')}"`;
-  const instant = (d: Date | null | undefined) => (d == null ? "" : d.toISOString());
-  const json = (v: unknown) => (v === null || v === undefined ? "" : text(JSON.stringify(v)));
-  function* lines(): Generator<string> {
-    const tenantText = text(tenant);
-    let chunk = "";
-    for (const e of events) {
-      chunk +=
-        `${tenantText},${e.itemId},${e.timestamp.toISOString()},${text(e.sourceId)},${e.value},${e.tags === null ? "" : text(arrayLiteral(e.tags))},` +
-        `${json(e.keyValues)},${json(e.tenantCodes)},${json(e.entityReferences)},${instant(e.entry)},${instant(e.exit)},${instant(e.from)},${instant(e.to)}\n`;
-      if (chunk.length > 65_536) {
-        yield chunk;
-        chunk = "";
-      }
+/** A CSV field: quoted, inner quotes doubled (an empty unquoted field is NULL). */
+function csvText(v: string): string {
+  return v.includes('"') ? `"${v.replace(/"/g, '""')}"` : `"${v}"`;
+}
+
+function csvInstant(d: Date | null): string {
+  return d === null ? "" : isoText(d);
+}
+
+function csvJson(v: unknown): string {
+  return v === null || v === undefined ? "" : csvText(JSON.stringify(v));
+}
+
+/** The batch as CSV lines of {@link EVENT_COLUMNS}, in chunks of about 64 KiB. */
+function* csvLines(tenant: string, events: EventRecord[]): Generator<string> {
+  const tenantText = csvText(tenant);
+  let chunk = "";
+  for (const e of events) {
+    chunk += `${tenantText},${e.itemId},${isoText(e.timestamp)},${csvText(e.sourceId)},${e.value},${e.tags === null ? "" : csvText(arrayLiteral(e.tags))},`;
+    chunk +=
+      e.keyValues === null && e.tenantCodes === null && e.entityReferences === null && e.entry === null && e.exit === null && e.from === null && e.to === null
+        ? ",,,,,,\n"
+        : `${csvJson(e.keyValues)},${csvJson(e.tenantCodes)},${csvJson(e.entityReferences)},${csvInstant(e.entry)},${csvInstant(e.exit)},${csvInstant(e.from)},${csvInstant(e.to)}\n`;
+    if (chunk.length > 65_536) {
+      yield chunk;
+      chunk = "";
     }
-    if (chunk !== "") yield chunk;
   }
-  if (!isPostgresKnex(knex)) return false;
-  await knex.raw(`create temporary table if not exists events_staging (like events) on commit drop`);
-  await knex.raw(`truncate events_staging`);
-  return copyFromStdin(knex, `copy events_staging (${EVENT_COLUMNS}) from stdin with (format csv)`, lines());
+  if (chunk !== "") yield chunk;
 }
 
 /** The batch as one array per column, unnested by the statement. */

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { retryWriteConflicts, writeTransaction } from "../../src/db/write-retry.js";
-import { toProblemError, WRITE_CONFLICT_DETAIL } from "../../src/errors.js";
+import { ProblemError, toProblemError, WRITE_CONFLICT_DETAIL } from "../../src/errors.js";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { ingestEvents } from "../../src/timeseries/ingest.js";
 import { describeEachBackend } from "../support/backends.js";
@@ -242,7 +242,69 @@ describeEachBackend("concurrent bulk writes", (ctx) => {
       const rows = (await ctx.db.knex("events").where({ tenant: ctx.tenant, item_id: item!.id }).orderBy("ts").select("value")) as { value: number }[];
       expect(rows.map((r) => r.value)).to.deep.equal([0, 1, 2]);
     });
+    it("an appending upload of several batches COPYed into events that meets a concurrent event mid-batch replaces it, every batch stored once", async () => {
+      const [item] = await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "Item", key: "raced-copy", attributes: { itemAction: "INGEST" } }]);
+      const count = 12_000; // three batches, each COPYed straight into events when it appends
+      const at = (k: number) => new Date(Date.UTC(2026, 0, 1) + k * 1000).toISOString();
+      const other = await ctx.db.knex.transaction();
+      try {
+        // Early in the second batch: that COPY waits on the key, its first rows sent, then meets a unique violation mid-stream.
+        await other("events").insert({ tenant: ctx.tenant, item_id: item!.id, ts: at(5_010), source_id: "", value: -1 });
+        const upload = ingestEvents(ctx.db.knex, ctx.tenant, Array.from({ length: count }, (_, k) => ({ itemId: item!.id, timestamp: at(k), value: k })));
+        for (let i = 0; i < 200; i++) {
+          const { rows } = (await ctx.db.knex.raw("select count(*)::int as n from pg_locks where not granted and locktype = 'transactionid'")) as { rows: { n: number }[] };
+          if (rows[0]!.n > 0) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await other.commit();
+        expect(await upload).to.deep.equal({ stored: count, streamed: 0, rejected: [], rejectedTotal: 0 });
+      } finally {
+        if (!other.isCompleted()) await other.rollback();
+      }
+      const [summary] = (await ctx.db.knex("events").where({ tenant: ctx.tenant, item_id: item!.id }).select(ctx.db.knex.raw("count(*)::int as n, sum(value)::float8 as total"))) as {
+        n: number;
+        total: number;
+      }[];
+      expect(summary).to.deep.equal({ n: count, total: (count * (count - 1)) / 2 });
+    });
   }
+
+  it("re-sending an upload of several batches, some events changed, gives the same rows as sending the changed one once", async () => {
+    const [item] = await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "Item", key: "resent", attributes: { itemAction: "INGEST" } }]);
+    const count = 11_000;
+    const at = (k: number) => new Date(Date.UTC(2026, 0, 1) + k * 1000).toISOString();
+    const upload = (value: (k: number) => number) => Array.from({ length: count }, (_, k) => ({ itemId: item!.id, timestamp: at(k), value: value(k), sourceId: "s" }));
+    expect(await ingestEvents(ctx.db.knex, ctx.tenant, upload((k) => k))).to.deep.include({ stored: count });
+    // The same events again, every third changed, plus a duplicate key inside a batch (the later row wins).
+    const again = upload((k) => (k % 3 === 0 ? k + 0.5 : k));
+    again.splice(8, 0, { itemId: item!.id, timestamp: at(7), value: 777, sourceId: "s" });
+    expect(await ingestEvents(ctx.db.knex, ctx.tenant, again)).to.deep.include({ stored: count });
+    const rows = (await ctx.db.knex("events").where({ tenant: ctx.tenant, item_id: item!.id }).orderBy("ts").select("value")) as { value: number }[];
+    expect(rows.length).to.equal(count);
+    expect(rows.map((r) => r.value)).to.deep.equal(Array.from({ length: count }, (_, k) => (k === 7 ? 777 : k % 3 === 0 ? k + 0.5 : k)));
+  });
+
+  it("lists the first 100 bad rows by position when more are bad, refused items and unreadable rows mixed, and stores nothing", async () => {
+    const [item] = await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "Item", key: "many-bad", attributes: { itemAction: "INGEST" } }]);
+    const unknownItem = "00000000-0000-4000-8000-000000000001";
+    const rows = Array.from({ length: 12_000 }, (_, k) => ({
+      // Refusals are known only when a batch is written, after the next batch's bad timestamps were found.
+      itemId: k % 40 === 0 ? unknownItem : item!.id,
+      timestamp: k % 37 === 0 ? "not a time" : new Date(Date.UTC(2026, 0, 1) + k * 1000).toISOString(),
+      value: k,
+    }));
+    const err = await ingestEvents(ctx.db.knex, ctx.tenant, rows).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const bad = Array.from({ length: 12_000 }, (_, k) => k).filter((k) => k % 40 === 0 || k % 37 === 0);
+    expect(err).to.be.instanceOf(ProblemError);
+    const problem = err as ProblemError;
+    expect(problem.message).to.equal(`${bad.length} of 12000 events are not valid (the first 100 listed); nothing was stored`);
+    expect(problem.options.errors!.map((e) => e.row)).to.deep.equal(bad.slice(0, 100));
+    const { rows: stored } = (await ctx.db.knex.raw("select count(*)::int as n from events where tenant = ?", [ctx.tenant])) as { rows: { n: number }[] };
+    expect(stored[0]!.n).to.equal(0);
+  });
 
   it("stores a streamed upload longer than one batch whole, reading it once", async () => {
     const [item] = await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "Item", key: "long", attributes: { itemAction: "INGEST" } }]);

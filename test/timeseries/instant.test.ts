@@ -1,7 +1,8 @@
 import { expect } from "chai";
 import fc from "fast-check";
 import { DateTime } from "luxon";
-import { instant } from "../../src/timeseries/events.js";
+import { inputFaults, inputSound, MAX_INSTANT_MS, MIN_INSTANT_MS } from "../../src/input.js";
+import { canonicalInstant, instant, isoText } from "../../src/timeseries/events.js";
 
 describe("reading event timestamps", () => {
   it("reads back every instant written as ISO-8601", () => {
@@ -30,5 +31,73 @@ describe("reading event timestamps", () => {
   it("refuses what is not a date-time", () => {
     for (const bad of ["", "yesterday", "2024-13-01T00:00:00Z", "2024-01-01T25:00:00Z", "2024-01-01T00:00:00+19:00", "1704067200000"]) expect(instant(bad), bad).to.equal(undefined);
     expect(instant(1704067200000)).to.equal(undefined);
+  });
+});
+
+describe("the fast readers and writers of the ingest path", () => {
+  const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, "0"));
+  // toISOString's form, impossible dates and times included (month 00 and 13, day 00 to 32, hour 24, minute and second 60).
+  const canonical = fc
+    .tuple(fc.integer({ min: 0, max: 9999 }), two(13), two(32), two(24), two(60), two(60), fc.option(fc.integer({ min: 0, max: 999 })))
+    .map(([y, mo, d, h, mi, s, ms]) => `${String(y).padStart(4, "0")}-${mo}-${d}T${h}:${mi}:${s}${ms === null ? "" : `.${String(ms).padStart(3, "0")}`}Z`);
+
+  it("reads toISOString's form as luxon does, refusing the same impossible dates", () => {
+    fc.assert(
+      fc.property(canonical, (t) => {
+        const luxon = DateTime.fromISO(t, { zone: "utc", setZone: true });
+        const expected = luxon.isValid ? luxon.toMillis() : undefined;
+        expect(instant(t)?.getTime(), t).to.equal(expected);
+        const fast = canonicalInstant(t);
+        // The fast reader answers for every possible date of its form, and only for its form.
+        expect(fast, t).to.equal(expected);
+      }),
+      { numRuns: 5000 },
+    );
+    for (const t of ["2024-02-29T00:00:00Z", "2023-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2000-02-29T23:59:59.999Z", "0000-01-01T00:00:00.000Z"]) {
+      const luxon = DateTime.fromISO(t, { zone: "utc", setZone: true });
+      expect(canonicalInstant(t), t).to.equal(luxon.isValid ? luxon.toMillis() : undefined);
+    }
+  });
+
+  it("leaves every other form to the general reading", () => {
+    for (const t of ["2024-01-01T00:00:00+00:00", "2024-01-01T00:00:00.1Z", "2024-01-01T00:00Z", " 2024-01-01T00:00:00Z", "2024-01-01t00:00:00z", "2024-01-01T00:00:00.0000Z", "2024-01-01 00:00:00Z", "+02024-01-01T00:00:00Z"]) {
+      expect(canonicalInstant(t), t).to.equal(undefined);
+    }
+    expect(instant(" 2024-01-01T00:00:00Z")?.getTime()).to.equal(Date.UTC(2024, 0, 1));
+  });
+
+  it("writes an instant as toISOString does", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: Date.UTC(-50, 0, 1), max: Date.UTC(12000, 0, 1) }), (ms) => {
+        expect(isoText(new Date(ms))).to.equal(new Date(ms).toISOString());
+      }),
+      { numRuns: 5000 },
+    );
+    for (const ms of [MIN_INSTANT_MS, MAX_INSTANT_MS, MIN_INSTANT_MS - 1, MAX_INSTANT_MS + 1, 0, -1, Date.UTC(2000, 1, 29, 23, 59, 59, 999)]) {
+      expect(isoText(new Date(ms))).to.equal(new Date(ms).toISOString());
+    }
+  });
+
+  it("finds an input sound exactly when the full check finds no fault", () => {
+    const awkwardText = fc.oneof(fc.string(), fc.constantFrom("__proto__", "constructor", "prototype", "a\u0000b", "\ud800", "x\udc00", "\ud83d\ude00"));
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof({ depthSize: "small" }, awkwardText, fc.double(), fc.boolean(), fc.constant(null), fc.array(tie("node"), { maxLength: 4 }), fc.dictionary(awkwardText, tie("node"), { maxKeys: 4 })),
+    })).node;
+    fc.assert(
+      fc.property(value, (v) => {
+        // JSON-shaped: "__proto__" as an own key, as JSON.parse makes it.
+        const parsed = JSON.parse(JSON.stringify(v) ?? "null") as unknown;
+        expect(inputSound(parsed)).to.equal(inputFaults(parsed, "").length === 0);
+      }),
+      { numRuns: 3000 },
+    );
+    const deep = JSON.parse(`${"[".repeat(20)}"a\\u0000"${"]".repeat(20)}`) as unknown;
+    expect(inputSound(deep)).to.equal(false);
+    const deepSound = JSON.parse(`${"[".repeat(20)}1${"]".repeat(20)}`) as unknown;
+    // Deeper than it looks: not called sound, the full check then says there is no fault.
+    expect(inputSound(deepSound)).to.equal(false);
+    expect(inputFaults(deepSound, "")).to.deep.equal([]);
+    expect(inputSound(JSON.parse('{"constructor":{"prototype":1}}'))).to.equal(false);
+    expect(inputSound(JSON.parse('{"__proto__":1}'))).to.equal(false);
   });
 });
