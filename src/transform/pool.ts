@@ -1,5 +1,6 @@
 /**
- * Transforms run in a pool of child processes (tinypool), never in the service's process. JSONata's
+ * JSONata runs in a pool of child processes (tinypool), never in the service's process (a pure
+ * projection, projection.ts, is not JSONata run but data copied, and stays in the service). JSONata's
  * built-ins run synchronously (a backtracking regex, `$distinct` of a long array), so no check
  * between evaluation steps can stop them; and one allocation larger than a worker thread's heap
  * limit aborts the whole process (`$pad("", 100000000)` did, with 64 MiB threads: Node gives a
@@ -92,8 +93,8 @@ export class TransformPool {
   }
 
   /**
-   * Evaluates a compiled transform: a pure projection here, anything else in a child process. Any limit reached is a 422 TRANSFORM_FAILED
-   * naming the limit's setting; a full queue is a 503 (retry later).
+   * Evaluates a compiled transform: a pure projection here, anything else in a child process. Any
+   * limit reached is a 422 TRANSFORM_FAILED naming the limit's setting; a full queue is a 503 (retry later).
    */
   async evaluate(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
     if (this.closed) throw shuttingDown();
