@@ -9,6 +9,7 @@
  *
  *   npm run build && node dist/bench/api-request.js [--agreements=20000] [--requests=3000] [--concurrency=16]
  *     [--graph-tenant=T]  (a tenant already seeded with `--agreements` agreements: kept, not seeded again)
+ *     [--server-cpu-prof=DIR]  (the server's CPU profile, written to DIR when it stops)
  */
 import { randomUUID } from "node:crypto";
 import { Agent, request as httpRequest } from "node:http";
@@ -33,7 +34,17 @@ async function main(): Promise<void> {
   const kept = option("graph-tenant", "");
   const tenant = kept !== "" ? kept : `bench-api-${randomUUID()}`;
   const port = await freePort();
-  const server = startNode("dist/src/main.js", { DATABASE_URL: databaseUrl, JWT_SECRET: SECRET, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", DATABASE_POOL_SIZE: String(concurrency) });
+  // --server-cpu-prof=DIR: the server writes a V8 CPU profile there when it stops.
+  const profileDir = option("server-cpu-prof", "");
+  const server = startNode("dist/src/main.js", {
+    DATABASE_URL: databaseUrl,
+    JWT_SECRET: SECRET,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    DATABASE_POOL_SIZE: String(concurrency),
+    ...(profileDir !== "" ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
+  });
   // The raw SQL's own pool, connections set up as the service's graph pool sets up its own.
   const rawPool = new pg.Pool({ connectionString: databaseUrl, max: concurrency, options: "-c join_collapse_limit=1" });
   try {

@@ -5,7 +5,7 @@
  */
 import { ProblemError } from "../errors.js";
 import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNotice, EventsReply } from "./protocol.js";
-import { compileTransform, evaluateTransform, type CompiledTransform } from "./transform.js";
+import { compileTransform, evaluateTransform, resultSizeProblem, type CompiledTransform } from "./transform.js";
 
 function notify(notice: EvaluatorNotice): void {
   process.send!(notice);
@@ -79,12 +79,8 @@ export default async function evaluate(task: EvaluationTask): Promise<Evaluation
       ...(task.events ? { events: (itemId: unknown, options: unknown) => callEvents(task.taskId, itemId, options) } : {}),
     });
     const json = JSON.stringify(result);
-    // A UTF-16 unit is at most 3 UTF-8 bytes: most results need no byte count.
-    if (json !== undefined && json.length * 3 > task.maxResultBytes && Buffer.byteLength(json) > task.maxResultBytes) {
-      const message = `the transform's result is larger than ${task.maxResultBytes} bytes (TRANSFORM_MAX_RESULT_BYTES)`;
-      return { problem: { code: "TRANSFORM_FAILED", message, errors: [{ path: "transform", message, limit: "TRANSFORM_MAX_RESULT_BYTES" }] } };
-    }
-    return { json };
+    const tooLarge = resultSizeProblem(json, task.maxResultBytes);
+    return tooLarge !== undefined ? { problem: tooLarge } : { json };
   } catch (err) {
     return { problem: toProblem(err) };
   }

@@ -1,5 +1,6 @@
 /**
- * Transforms run in a pool of child processes (tinypool), never in the service's process. JSONata's
+ * JSONata runs in a pool of child processes (tinypool), never in the service's process (a pure
+ * projection, projection.ts, is not JSONata run but data copied, and stays in the service). JSONata's
  * built-ins run synchronously (a backtracking regex, `$distinct` of a long array), so no check
  * between evaluation steps can stop them; and one allocation larger than a worker thread's heap
  * limit aborts the whole process (`$pad("", 100000000)` did, with 64 MiB threads: Node gives a
@@ -10,7 +11,8 @@ import { availableParallelism } from "node:os";
 import { Tinypool, type TinypoolChannel } from "tinypool";
 import { ProblemError, toProblemError } from "../errors.js";
 import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNotice, EventsCall, EventsReply } from "./protocol.js";
-import type { CompiledTransform, TransformInput } from "./transform.js";
+import { DECLINED } from "./projection.js";
+import { resultSizeProblem, type CompiledTransform, type TransformInput } from "./transform.js";
 
 export interface TransformPoolOptions {
   /** Processes evaluating transforms at once (TRANSFORM_PROCESSES). Default: the number of cores, at least 2. */
@@ -91,10 +93,39 @@ export class TransformPool {
   }
 
   /**
-   * Evaluates a compiled transform in a child process. Any limit reached is a 422 TRANSFORM_FAILED
-   * naming the limit's setting; a full queue is a 503 (retry later).
+   * Evaluates a compiled transform: a pure projection here, anything else in a child process. Any
+   * limit reached is a 422 TRANSFORM_FAILED naming the limit's setting; a full queue is a 503 (retry later).
    */
   async evaluate(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
+    if (this.closed) throw shuttingDown();
+    // A pure projection (projection.ts) is evaluated here: no user code runs, its work is linear in
+    // the query output. It declines what it does not handle exactly as JSONata does.
+    if (transform.projection !== undefined && input.bindings === undefined) {
+      const value = transform.projection(input);
+      if (value !== DECLINED) {
+        let json: string | undefined;
+        try {
+          json = JSON.stringify(value);
+        } catch {
+          // Not JSON (the processes' own JSON.stringify fails alike): they report it as they always have.
+          return this.evaluateInChild(transform, input);
+        }
+        const tooLarge = resultSizeProblem(json, this.maxResultBytes);
+        if (tooLarge !== undefined) throw problemError(tooLarge);
+        return value;
+      }
+    }
+    return this.evaluateInChild(transform, input);
+  }
+
+  /** Evaluates a transform as JSONata in a child process, a pure projection too (the tests compare the two). */
+  async evaluateInChild(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
+    const json = await this.evaluateInChildAsJson(transform, input);
+    return json === undefined ? undefined : JSON.parse(json);
+  }
+
+  /** The JSON text of the child's result, as the child wrote it; undefined for JSONata's `undefined`. */
+  async evaluateInChildAsJson(transform: CompiledTransform, input: TransformInput): Promise<string | undefined> {
     if (this.closed) throw shuttingDown();
     const taskId = ++this.nextTaskId;
     const task: EvaluationTask = {
@@ -120,7 +151,7 @@ export class TransformPool {
       this.inFlight.delete(taskId);
     }
     if ("problem" in answer) throw (answer.problem.fromEvents === true ? state.eventsError : undefined) ?? problemError(answer.problem);
-    return answer.json === undefined ? undefined : JSON.parse(answer.json);
+    return answer.json;
   }
 
   stats(): TransformPoolStats {

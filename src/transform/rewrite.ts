@@ -67,7 +67,7 @@ export interface RewritePlan {
  * Whether the tokens at `i` are `${`, one word (a name, literal or variable, not an operator or a
  * bracket: `{"a": ${}}` and `${{}: 1}` are JSONata) and `}`.
  */
-function isParameter(tokens: readonly Token[], i: number): boolean {
+export function isParameter(tokens: readonly Token[], i: number): boolean {
   const [dollar, open, word, close] = tokens.slice(i, i + 4);
   const isWord = word !== undefined && (word.kind !== "operator" || ["and", "or", "in"].includes(word.value));
   return dollar?.kind === "variable" && dollar.value === "" && isOperator(open, "{") && open!.start === dollar.end && isWord && isOperator(close, "}");

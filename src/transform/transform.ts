@@ -1,5 +1,7 @@
 import jsonata from "jsonata";
 import { isDatabaseError, ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
+import { compileProjection, type Projection } from "./projection.js";
+import { resultObjects } from "./resultObjects.js";
 import { positionAt, rewriteTransform, type ResultUse, type Rewritten } from "./rewrite.js";
 
 export interface TransformLimits {
@@ -24,6 +26,8 @@ export interface CompiledTransform {
   params: string[];
   results: ResultUse[];
   limits: TransformLimits;
+  /** The text as a pure projection the service evaluates itself (projection.ts); undefined for any other text. */
+  projection?: Projection;
 }
 
 interface JsonataError {
@@ -71,8 +75,10 @@ export function compileTransform(text: string, limits: TransformLimits): { trans
     return { problems };
   }
   if (problems.length > 0) return { problems };
+  const projection = compileProjection(text);
   return {
     transform: {
+      ...(projection !== undefined ? { projection } : {}),
       text,
       expression,
       rewritten,
@@ -82,6 +88,16 @@ export function compileTransform(text: string, limits: TransformLimits): { trans
     },
     problems,
   };
+}
+
+/**
+ * The TRANSFORM_MAX_RESULT_BYTES problem of a result's JSON text, if it is too long. A UTF-16 unit
+ * is at most 3 UTF-8 bytes: most results need no byte count.
+ */
+export function resultSizeProblem(json: string | undefined, maxResultBytes: number): { code: "TRANSFORM_FAILED"; message: string; errors: ProblemDetail[] } | undefined {
+  if (json === undefined || json.length * 3 <= maxResultBytes || Buffer.byteLength(json) <= maxResultBytes) return undefined;
+  const message = `the transform's result is larger than ${maxResultBytes} bytes (TRANSFORM_MAX_RESULT_BYTES)`;
+  return { code: "TRANSFORM_FAILED", message, errors: [{ path: "transform", message, limit: "TRANSFORM_MAX_RESULT_BYTES" }] };
 }
 
 /** What a transform evaluates over: the query output, the parameter values and the entity fields of `result()`. */
@@ -110,17 +126,7 @@ export async function evaluateTransform(transform: CompiledTransform, input: Tra
   const timelines = input.timelines ?? new Map<string, Map<string, unknown>>();
   const bindings: Record<string, unknown> = {
     ...input.bindings,
-    [transform.rewritten.names.result]: (label: string, fields: [string, string][]) =>
-      (input.queryOutput[label] ?? []).map((entity) => {
-        const record = entity as Record<string, unknown>;
-        return Object.fromEntries(
-          fields.map(([alias, field]) => {
-            const timeline = field === "id" ? timelines.get(alias) : undefined;
-            // Own fields only: `constructor` or `__proto__` name attributes, never the object's prototype.
-            return [alias, timeline !== undefined ? (timeline.get(String(record.id)) ?? null) : Object.hasOwn(record, field) ? (record[field] ?? null) : null];
-          }),
-        );
-      }),
+    [transform.rewritten.names.result]: (label: string, fields: [string, string][]) => resultObjects(input.queryOutput[label] ?? [], fields, timelines),
   };
   if (input.events !== undefined) bindings[EVENTS_FUNCTION] = input.events;
   for (const name of transform.params) bindings[transform.rewritten.names.param(name)] = input.params[name];
