@@ -1,5 +1,6 @@
 import { DateTime } from "luxon";
 import { INSTANT_RANGE_TEXT, inputFaults, inputSound, instantInRange, isUuid, MAX_INSTANT_MS, MIN_INSTANT_MS } from "../input.js";
+import { civilFromDays } from "./calendar.js";
 import { UnreadableRow } from "./upload.js";
 
 /** An event as ingested (contract §4), its item known. */
@@ -118,16 +119,7 @@ export function isoText(date: Date): string {
   if (!(ms >= MIN_INSTANT_MS && ms <= MAX_INSTANT_MS)) return date.toISOString();
   const days = Math.floor(ms / DAY_MS);
   let rest = ms - days * DAY_MS;
-  // The civil date of a day count (H. Hinnant's civil_from_days).
-  const z = days + 719468;
-  const era = Math.floor(z / 146097);
-  const dayOfEra = z - era * 146097;
-  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36524) - Math.floor(dayOfEra / 146096)) / 365);
-  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
-  const mp = Math.floor((5 * dayOfYear + 2) / 153);
-  const day = dayOfYear - Math.floor((153 * mp + 2) / 5) + 1;
-  const month = mp < 10 ? mp + 3 : mp - 9;
-  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const { year, month, day } = civilFromDays(days);
   const hour = Math.floor(rest / 3_600_000);
   rest -= hour * 3_600_000;
   const minute = Math.floor(rest / 60_000);

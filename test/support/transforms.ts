@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { ProblemError } from "../../src/errors.js";
 import { compileTransform, type CompiledTransform, type TransformLimits } from "../../src/transform/transform.js";
 
 /** A query output of two access points, one without `accessPointType`. */
@@ -14,4 +15,15 @@ export function compileValid(text: string, limits: TransformLimits): CompiledTra
   const { transform, problems } = compileTransform(text, limits);
   expect(problems).to.deep.equal([]);
   return transform!;
+}
+
+/** The ProblemError `promise` rejects with; fails the test when it resolves or rejects with anything else. */
+export async function problemOf(promise: Promise<unknown>): Promise<ProblemError> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).to.be.instanceOf(ProblemError);
+    return err as ProblemError;
+  }
+  expect.fail("the evaluation did not fail");
 }

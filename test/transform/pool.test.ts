@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { ACCESS_POINTS_OUTPUT, compileValid } from "../support/transforms.js";
+import { ACCESS_POINTS_OUTPUT, compileValid, problemOf } from "../support/transforms.js";
 import { ProblemError } from "../../src/errors.js";
 import { TransformPool, type TransformPoolOptions } from "../../src/transform/pool.js";
 import { evaluateTransform, type TransformInput } from "../../src/transform/transform.js";
@@ -9,15 +9,6 @@ const output = ACCESS_POINTS_OUTPUT;
 
 const compile = (text: string) => compileValid(text, LIMITS);
 
-async function problemOf(promise: Promise<unknown>): Promise<ProblemError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).to.be.instanceOf(ProblemError);
-    return err as ProblemError;
-  }
-  expect.fail("the evaluation did not fail");
-}
 
 /** The examples that froze or killed the service when transforms ran on its event loop. */
 const HOSTILE = {

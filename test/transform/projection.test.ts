@@ -1,11 +1,10 @@
 import { expect } from "chai";
 import fc from "fast-check";
 import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
-import { ProblemError } from "../../src/errors.js";
 import { compileProjection, DECLINED } from "../../src/transform/projection.js";
 import { TransformPool } from "../../src/transform/pool.js";
 import type { TransformInput } from "../../src/transform/transform.js";
-import { compileValid } from "../support/transforms.js";
+import { compileValid, problemOf } from "../support/transforms.js";
 
 const LIMITS = { timeoutMs: 0, maxDepth: 500, maxSequence: 1_000_000 };
 const compile = (text: string) => compileValid(text, LIMITS);
@@ -83,15 +82,6 @@ const input = fc.record({
   ),
 }) as fc.Arbitrary<TransformInput>;
 
-async function problemOf(promise: Promise<unknown>): Promise<ProblemError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).to.be.instanceOf(ProblemError);
-    return err as ProblemError;
-  }
-  expect.fail("the evaluation did not fail");
-}
 
 describe("pure projections (evaluated by the service, without a transform process)", function () {
   this.timeout(120_000);
