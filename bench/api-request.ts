@@ -18,7 +18,7 @@ import pg from "pg";
 import { openDatabase } from "../src/db/database.js";
 import { EXAMPLE_DEFINITION } from "../src/demo/seed.js";
 import { freePort, startNode } from "../test/support/process.js";
-import { option, percentile, summary, timeRuns, waitForHealth } from "./harness.js";
+import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, summary, timeRuns, waitForHealth } from "./harness.js";
 import { HAND_TUNED, seedGraph } from "./seed-graph.js";
 
 const agreements = Number(option("agreements", "20000"));
@@ -54,7 +54,6 @@ async function main(): Promise<void> {
       await db.knex.raw("analyze entities");
       await db.knex.raw("analyze links");
     }
-    await server.waitFor(/listening|"level":"warn"/).catch(() => undefined);
     await waitForHealth(port);
     console.log(`postgres: ${count} entities, server pid ${server.child.pid}, ${concurrency} concurrent clients`);
 
@@ -88,8 +87,12 @@ async function main(): Promise<void> {
     rawSql.sort((a, b) => a - b);
     sequential.sort((a, b) => a - b);
 
+    // Where the CPU of each loaded run went, by process: on 2 cores it decides the throughput.
+    let cpu = cpuSnapshot();
     const rawLoad = await underLoad(raw, requests, concurrency);
+    const rawCpu = cpuPerUnit(cpuBetween(cpu, (cpu = cpuSnapshot())), requests, "query");
     const load = await underLoad(ask, requests, concurrency);
+    const loadCpu = cpuPerUnit(cpuBetween(cpu, cpuSnapshot()), requests, "request");
 
     console.log(summary("raw SQL of the walk (baseline)", rawSql));
     console.log(summary("request, one at a time", sequential));
@@ -97,6 +100,8 @@ async function main(): Promise<void> {
     console.log(summary(`request, ${concurrency} concurrent`, load.latencies));
     console.log(`throughput, raw SQL on ${concurrency} connections: ${rawLoad.perSecond.toFixed(0)} queries/s`);
     console.log(`throughput, ${concurrency} concurrent clients: ${load.perSecond.toFixed(0)} requests/s (${requests} requests)`);
+    console.log(`CPU, raw SQL: ${rawCpu}`);
+    console.log(`CPU, requests: ${loadCpu}`);
     console.log(`ratio request / raw SQL at p50 (one at a time): ${(percentile(sequential, 50) / percentile(rawSql, 50)).toFixed(2)}x (goal <= 1.3x)`);
     console.log(`ratio throughput request / raw SQL (${concurrency} concurrent): ${(load.perSecond / rawLoad.perSecond).toFixed(2)}x (goal >= 0.8x)`);
     agent.destroy();

@@ -55,6 +55,19 @@ describe("prepared statements on PostgreSQL (graph session)", function () {
     expect(((await named(texts[0]!, [2])) as { rows: unknown[] }).rows).to.deep.equal([{ n: 0, label: "two" }]);
   });
 
+  it("plans a statement once (a generic plan) rather than again at every run", async () => {
+    // With PostgreSQL's default (plan_cache_mode = auto) the walk's plans stayed custom: planned
+    // again at every bind, 1.9 ms of the server's 2.6 per request. The graph pool forces the generic one.
+    const sql = `select label from ${table} where id = ? and label <> ?`;
+    for (let i = 0; i < 8; i++) await named(sql, [1 + (i % 2), "none"]);
+    const plans = (await db.graph.knex.raw("select generic_plans, custom_plans from pg_prepared_statements where name = ?", [preparedName(sql)])) as {
+      rows: { generic_plans: string; custom_plans: string }[];
+    };
+    expect(plans.rows).to.have.length(1);
+    expect(Number(plans.rows[0]!.custom_plans)).to.equal(0);
+    expect(Number(plans.rows[0]!.generic_plans)).to.equal(8);
+  });
+
   it("prepares a statement afresh when its table changed under the plan", async () => {
     const sql = `select * from ${table} where id = ?`;
     expect(((await named(sql, [1])) as { rows: unknown[] }).rows).to.deep.equal([{ id: 1, label: "one" }]);
