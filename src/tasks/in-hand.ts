@@ -26,26 +26,116 @@ export interface InHandRow {
 const TABLE = "tasks_in_hand";
 
 /**
- * Records that `workerId` takes the task, in one statement. A row of the same process (a task it
- * took again) is renewed; a row of another process is kept with that process's id, the attempts
- * counted on: the answer then names the process that ended with the task in hand.
+ * Records that `workerId` takes the task. A row of the same process (a task it took again) is
+ * renewed; a row of another process is kept with that process's id, the attempts counted on: the
+ * answer then names the process that ended with the task in hand. The takes of one turn of the event
+ * loop (the tasks of one fetch) are written by one statement (see {@link TurnBatch}).
  */
-export async function takeInHand(knex: Knex, task: InHandKey & { topic: string; workerId: string }): Promise<InHandRow> {
-  const rows: { worker_id: string; attempts: number; started_at: Date | string }[] = await knex(TABLE)
-    .insert({ engine: task.engine, task_key: task.taskKey, worker_id: task.workerId, topic: task.topic })
+export function takeInHand(knex: Knex, task: InHandKey & { topic: string; workerId: string }): Promise<InHandRow> {
+  return batchesOf(knex).take.add(task);
+}
+
+/** The process is done with the task (it survived it): drops its row, if the row is still this process's. */
+export function releaseInHand(knex: Knex, task: InHandKey & { workerId: string }): Promise<boolean> {
+  return batchesOf(knex).release.add(task);
+}
+
+interface Batches {
+  take: TurnBatch<InHandKey & { topic: string; workerId: string }, InHandRow>;
+  release: TurnBatch<InHandKey & { workerId: string }, boolean>;
+}
+
+const batches = new WeakMap<Knex, Batches>();
+
+function batchesOf(knex: Knex): Batches {
+  let found = batches.get(knex);
+  if (found === undefined) {
+    found = { take: new TurnBatch((tasks) => takeAll(knex, tasks)), release: new TurnBatch((tasks) => releaseAll(knex, tasks)) };
+    batches.set(knex, found);
+  }
+  return found;
+}
+
+const keyOf = (engine: string, taskKey: string) => `${engine}\u0000${taskKey}`;
+
+/** One multi-row upsert; every task of `tasks` has a key of its own (a row can be changed once per statement). */
+async function takeAll(knex: Knex, tasks: readonly (InHandKey & { topic: string; workerId: string })[]): Promise<InHandRow[]> {
+  const rows: { engine: string; task_key: string; worker_id: string; attempts: number; started_at: Date | string }[] = await knex(TABLE)
+    .insert(tasks.map((task) => ({ engine: task.engine, task_key: task.taskKey, worker_id: task.workerId, topic: task.topic })))
     .onConflict(["engine", "task_key"])
     .merge({
       attempts: knex.raw("?? + 1", [`${TABLE}.attempts`]),
       started_at: knex.raw(`case when ?? = excluded.worker_id then now() else ?? end`, [`${TABLE}.worker_id`, `${TABLE}.started_at`]),
     })
-    .returning(["worker_id", "attempts", "started_at"]);
-  const row = rows[0]!;
-  return { workerId: row.worker_id, attempts: row.attempts, startedAt: new Date(row.started_at) };
+    .returning(["engine", "task_key", "worker_id", "attempts", "started_at"]);
+  const byKey = new Map(rows.map((row) => [keyOf(row.engine, row.task_key), row]));
+  return tasks.map((task) => {
+    const row = byKey.get(keyOf(task.engine, task.taskKey));
+    if (row === undefined) throw new Error(`tasks_in_hand returned no row for ${task.engine} task ${task.taskKey}`);
+    return { workerId: row.worker_id, attempts: row.attempts, startedAt: new Date(row.started_at) };
+  });
 }
 
-/** The process is done with the task (it survived it): drops its row, if the row is still this process's. */
-export async function releaseInHand(knex: Knex, task: InHandKey & { workerId: string }): Promise<boolean> {
-  return (await knex(TABLE).where({ engine: task.engine, task_key: task.taskKey, worker_id: task.workerId }).del()) > 0;
+/** One delete of the rows still held by the releasing processes. */
+async function releaseAll(knex: Knex, tasks: readonly (InHandKey & { workerId: string })[]): Promise<boolean[]> {
+  const rows: { engine: string; task_key: string }[] = await knex(TABLE)
+    .whereIn(
+      ["engine", "task_key", "worker_id"],
+      tasks.map((task) => [task.engine, task.taskKey, task.workerId]),
+    )
+    .returning(["engine", "task_key"])
+    .del();
+  const gone = new Set(rows.map((row) => keyOf(row.engine, row.task_key)));
+  return tasks.map((task) => gone.has(keyOf(task.engine, task.taskKey)));
+}
+
+/** Rows written or deleted by one statement at most. */
+const MAX_BATCH = 200;
+
+/**
+ * Calls made in one turn of the event loop, run as few statements: the tasks of one fetch are
+ * handled side by side, and each of their takes (then, as they end together, their releases) would
+ * cost a statement of its own — on a machine shared with the engine, CPU taken from it. A batch runs
+ * on the next turn (`setImmediate`), in waves whose tasks have distinct keys (a second call for the
+ * same task waits for the first, as it would one statement after another), at most
+ * {@link MAX_BATCH} a statement. A statement that fails fails every call of its wave.
+ */
+class TurnBatch<T extends InHandKey, R> {
+  private pending: { task: T; resolve: (value: R) => void; reject: (reason: unknown) => void }[] = [];
+
+  constructor(private readonly run: (tasks: readonly T[]) => Promise<R[]>) {}
+
+  add(task: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.pending.push({ task, resolve, reject });
+      if (this.pending.length === 1) setImmediate(() => void this.flush());
+    });
+  }
+
+  private async flush(): Promise<void> {
+    let calls = this.pending;
+    this.pending = [];
+    while (calls.length > 0) {
+      const wave: typeof calls = [];
+      const later: typeof calls = [];
+      const seen = new Set<string>();
+      for (const call of calls) {
+        const key = keyOf(call.task.engine, call.task.taskKey);
+        if (seen.has(key) || wave.length === MAX_BATCH) later.push(call);
+        else {
+          seen.add(key);
+          wave.push(call);
+        }
+      }
+      try {
+        const results = await this.run(wave.map((call) => call.task));
+        wave.forEach((call, i) => call.resolve(results[i]!));
+      } catch (err) {
+        for (const call of wave) call.reject(err);
+      }
+      calls = later;
+    }
+  }
 }
 
 /** Drops a task's row whoever holds it: at its incident, where an operator decides what comes next. */

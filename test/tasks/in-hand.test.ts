@@ -74,4 +74,60 @@ describeEachBackend("tasks in hand (storage)", (ctx) => {
     expect(await rowOf(ctx.db.knex, old)).to.equal(undefined);
     expect(await rowOf(ctx.db.knex, fresh)).to.not.equal(undefined);
   });
+  /** The statements on tasks_in_hand that `work` makes. */
+  const statementsOf = async (work: () => Promise<unknown>): Promise<string[]> => {
+    const seen: string[] = [];
+    const listen = (query: { sql: string }) => {
+      if (query.sql.includes("tasks_in_hand")) seen.push(query.sql);
+    };
+    ctx.db.knex.on("query", listen);
+    try {
+      await work();
+    } finally {
+      ctx.db.knex.removeListener("query", listen);
+    }
+    return seen;
+  };
+
+  it("writes the takes of one turn (the tasks of one fetch) in one statement, and their releases in one, each answered for itself", async () => {
+    const tasks = Array.from({ length: 10 }, () => key());
+    const other = tasks[3]!;
+    await takeInHand(ctx.db.knex, { ...other, topic: "api-request", workerId: "w-ended" });
+    let rows: Awaited<ReturnType<typeof takeInHand>>[] = [];
+    const takes = await statementsOf(async () => {
+      rows = await Promise.all(tasks.map((task) => takeInHand(ctx.db.knex, { ...task, topic: "api-request", workerId: "w1" })));
+    });
+    expect(takes).to.have.length(1);
+    expect(rows.map((row) => [row.workerId, row.attempts])).to.deep.equal(tasks.map((task) => (task === other ? ["w-ended", 2] : ["w1", 1])));
+    let released: boolean[] = [];
+    const releases = await statementsOf(async () => {
+      released = await Promise.all(tasks.map((task) => releaseInHand(ctx.db.knex, { ...task, workerId: "w1" })));
+    });
+    expect(releases).to.have.length(1);
+    expect(released).to.deep.equal(tasks.map((task) => task !== other));
+    expect((await rowOf(ctx.db.knex, other))?.worker_id).to.equal("w-ended");
+    for (const task of tasks.filter((t) => t !== other)) expect(await rowOf(ctx.db.knex, task)).to.equal(undefined);
+  });
+
+  it("takes the same task twice in one turn one after the other, as separate statements would", async () => {
+    const task = key();
+    const [first, second] = await Promise.all([
+      takeInHand(ctx.db.knex, { ...task, topic: "api-request", workerId: "w1" }),
+      takeInHand(ctx.db.knex, { ...task, topic: "api-request", workerId: "w2" }),
+    ]);
+    expect([first.workerId, first.attempts, second.workerId, second.attempts]).to.deep.equal(["w1", 1, "w1", 2]);
+    const [gone, again] = await Promise.all([releaseInHand(ctx.db.knex, { ...task, workerId: "w1" }), releaseInHand(ctx.db.knex, { ...task, workerId: "w1" })]);
+    expect([gone, again]).to.deep.equal([true, false]);
+  });
+
+  it("fails every take of a statement that fails, and takes the next turn's afresh", async () => {
+    const [a, b] = [key(), key()];
+    // An engine the table refuses (its check constraint) fails the statement, and so both takes.
+    const bad = { ...b, engine: "camunda9" as never };
+    const outcomes = await Promise.allSettled([takeInHand(ctx.db.knex, { ...a, topic: "t", workerId: "w1" }), takeInHand(ctx.db.knex, { ...bad, topic: "t", workerId: "w1" })]);
+    expect(outcomes.map((o) => o.status)).to.deep.equal(["rejected", "rejected"]);
+    expect(await rowOf(ctx.db.knex, a)).to.equal(undefined);
+    const row = await takeInHand(ctx.db.knex, { ...a, topic: "t", workerId: "w1" });
+    expect([row.workerId, row.attempts]).to.deep.equal(["w1", 1]);
+  });
 });
