@@ -9,6 +9,7 @@ import knexFactory, { type Knex } from "knex";
 import ClientPGLite from "knex-pglite";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
+import { pgliteParsers, pgTypes } from "./json-types.js";
 import { migrate } from "./migrate.js";
 import { embeddedNotifications, postgresNotifications, type NotificationSource } from "./notifications.js";
 import { keepStatisticsFresh } from "./statistics.js";
@@ -273,6 +274,8 @@ function postgresPool(url: string, options: DatabaseOptions, timeouts: DatabaseT
     ...(settings.statementMs > 0 ? { query_timeout: settings.statementMs + READ_TIMEOUT_MARGIN_MS } : {}),
     idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
     application_name: "process-task-backend",
+    // json and jsonb read by parseJson (README "Known defect of the runtime").
+    types: pgTypes,
     ...(settings.options !== undefined ? { options: settings.options } : {}),
   };
   return knexFactory({
@@ -390,7 +393,7 @@ function boundedPing(knex: Knex, timeoutMs: number): () => Promise<void> {
 
 async function openEmbedded(dataDir: string, probeMs: number): Promise<Database> {
   if (dataDir.startsWith("memory://")) {
-    const pglite = await PGlite.create();
+    const pglite = await PGlite.create({ parsers: pgliteParsers });
     const knex = embeddedKnex(pglite);
     return wrap(knex, "embedded", async () => {}, { knex, presetTimeoutMs: undefined, workBudget: true }, boundedPing(knex, probeMs), embeddedNotifications(pglite));
   }
@@ -398,7 +401,7 @@ async function openEmbedded(dataDir: string, probeMs: number): Promise<Database>
   mkdirSync(dir, { recursive: true });
   const releaseLock = lockDataDir(dir);
   try {
-    const pglite = await PGlite.create(join(dir, "pgdata"));
+    const pglite = await PGlite.create(join(dir, "pgdata"), { parsers: pgliteParsers });
     const knex = embeddedKnex(pglite);
     return wrap(knex, "embedded", async () => releaseLock(), { knex, presetTimeoutMs: undefined, workBudget: true }, boundedPing(knex, probeMs), embeddedNotifications(pglite));
   } catch (err) {

@@ -4,6 +4,7 @@ import type { NotificationSource } from "../db/notifications.js";
 import type { BucketJson } from "../timeseries/query.js";
 import { dropOldPayloads, dropWatchers, registerWatcher, renewWatchers, storedPayload, WATCH_TTL_MS, type StreamNotice } from "./publish.js";
 import { STREAM_CHANNEL, type StreamMessage } from "./messages.js";
+import { parseJson } from "../json.js";
 
 /** One connection's end of a subscription: it is handed each message as JSON text. */
 export interface Subscriber {
@@ -178,11 +179,11 @@ export class StreamHub {
   }
 
   private async handle(payload: string): Promise<void> {
-    let notice = JSON.parse(payload) as StreamNotice;
+    let notice = parseJson(payload) as StreamNotice;
     if ("ref" in notice) {
       const stored = await storedPayload(this.knex, notice.ref);
       if (stored === undefined) return;
-      notice = JSON.parse(stored) as StreamNotice;
+      notice = parseJson(stored) as StreamNotice;
       if ("ref" in notice) return;
     }
     const tenant = notice.t;

@@ -1,5 +1,6 @@
 import { ProblemError } from "../errors.js";
 import { inputFaults, textFault } from "../input.js";
+import { parseJson } from "../json.js";
 
 /**
  * Process variables arrive typed (a JSON object) or as text holding JSON (a String variable set by
@@ -10,7 +11,7 @@ export function objectVariable(value: unknown, name: string): Record<string, unk
   let parsed: unknown = value;
   if (typeof value === "string") {
     try {
-      parsed = JSON.parse(value) as unknown;
+      parsed = parseJson(value);
     } catch {
       throw invalidVariable(name, "must be a JSON object (typed, or as text holding JSON)");
     }

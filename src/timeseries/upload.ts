@@ -1,6 +1,7 @@
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { CsvError, parse } from "csv-parse";
+import { parseJson } from "../json.js";
 
 /** A row of an upload that could not even be read (bad JSON, a CSV line of the wrong width). */
 export class UnreadableRow {
@@ -12,7 +13,7 @@ export async function* ndjsonRows(stream: Readable): AsyncGenerator<unknown> {
   for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
     if (line.trim() === "") continue;
     try {
-      yield JSON.parse(line) as unknown;
+      yield parseJson(line);
     } catch (err) {
       yield new UnreadableRow(`the line is not JSON: ${(err as Error).message}`);
     }

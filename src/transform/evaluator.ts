@@ -6,6 +6,7 @@
 import { ProblemError } from "../errors.js";
 import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNotice, EventsReply } from "./protocol.js";
 import { compileTransform, evaluateTransform, resultSizeProblem, type CompiledTransform } from "./transform.js";
+import { parseJson } from "../json.js";
 
 function notify(notice: EvaluatorNotice): void {
   process.send!(notice);
@@ -35,7 +36,7 @@ function callEvents(taskId: number, itemId: unknown, options: unknown): Promise<
   let plainOptions: unknown;
   try {
     // JSONata hands over its own sequences and may hand over functions: only JSON crosses.
-    plainOptions = options === undefined ? undefined : JSON.parse(JSON.stringify(options) ?? "null");
+    plainOptions = options === undefined ? undefined : parseJson(JSON.stringify(options) ?? "null");
   } catch {
     return Promise.reject(new ProblemError("TRANSFORM_FAILED", "$events(itemId, options): the options must be JSON"));
   }

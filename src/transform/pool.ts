@@ -13,6 +13,7 @@ import { ProblemError, toProblemError } from "../errors.js";
 import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNotice, EventsCall, EventsReply } from "./protocol.js";
 import { DECLINED } from "./projection.js";
 import { resultSizeProblem, type CompiledTransform, type TransformInput } from "./transform.js";
+import { parseJson } from "../json.js";
 
 export interface TransformPoolOptions {
   /** Processes evaluating transforms at once (TRANSFORM_PROCESSES). Default: the number of cores, at least 2. */
@@ -121,7 +122,7 @@ export class TransformPool {
   /** Evaluates a transform as JSONata in a child process, a pure projection too (the tests compare the two). */
   async evaluateInChild(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
     const json = await this.evaluateInChildAsJson(transform, input);
-    return json === undefined ? undefined : JSON.parse(json);
+    return json === undefined ? undefined : parseJson(json);
   }
 
   /** The JSON text of the child's result, as the child wrote it; undefined for JSONata's `undefined`. */

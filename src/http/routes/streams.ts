@@ -9,6 +9,7 @@ import { readTenant } from "../request.js";
 import { CLOSE, StreamConnection } from "../stream-connection.js";
 import type { App, ServerDeps } from "../types.js";
 import { Uuid } from "../schemas.js";
+import { parseJson } from "../../json.js";
 
 /** How long a connection without an Authorization header has to send its auth message. */
 export const AUTH_MESSAGE_MS = 5000;
@@ -174,7 +175,7 @@ function authMessage(socket: WebSocket): Promise<{ authorization: string; tenant
       clearTimeout(timer);
       let message: unknown;
       try {
-        message = JSON.parse(data.toString());
+        message = parseJson(data.toString());
       } catch {
         message = undefined;
       }
