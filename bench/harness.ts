@@ -1,4 +1,6 @@
+import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { cpus } from "node:os";
 
 /** Times `fn` `iterations` times after `warmup` runs; returns milliseconds per run, sorted. */
 export async function timeRuns(fn: (i: number) => Promise<unknown>, iterations: number, warmup = Math.min(20, iterations)): Promise<number[]> {
@@ -98,4 +100,38 @@ export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): Map<string,
 /** "group 1.23 ms, …": CPU per unit of work (`units` tasks, requests …), largest first. */
 export function cpuPerUnit(spent: Map<string, number>, units: number, unit: string): string {
   return [...spent].map(([group, ms]) => `${group} ${(ms / units).toFixed(2)} ms`).join(", ") + ` (CPU per ${unit})`;
+}
+
+/**
+ * Puts the engine and the worker on cores of their own, as on hosts of their own: the engine's JVM
+ * and the backends of its database on `engineCpu`; this process (the workers), its child processes
+ * and the backends of `workerDatabase` on `workerCpu`. Processes that appear later (a pool's new
+ * connection) are pinned as they are seen, every 200 ms. Returns the function that stops watching
+ * and gives every pinned process back all cores. Linux (`taskset`).
+ */
+export function pinApart(settings: { engineDatabase?: string; workerDatabase: string; engineCpu: number; workerCpu: number }): () => void {
+  const pinned = new Set<number>();
+  const pin = (pid: number, cpu: string) => {
+    try {
+      execFileSync("taskset", ["-a", "-p", "-c", cpu, String(pid)], { stdio: "ignore" });
+      pinned.add(pid);
+    } catch {
+      // the process ended meanwhile
+    }
+  };
+  const sweep = () => {
+    for (const [pid, { group }] of cpuSnapshot()) {
+      if (pinned.has(pid)) continue;
+      if (group === "java" || (settings.engineDatabase !== undefined && group === `postgres ${settings.engineDatabase}`)) pin(pid, String(settings.engineCpu));
+      else if (group === "this process" || group === "child processes" || group === `postgres ${settings.workerDatabase}`) pin(pid, String(settings.workerCpu));
+    }
+  };
+  sweep();
+  const timer = setInterval(sweep, 200);
+  return () => {
+    clearInterval(timer);
+    const all = `0-${cpus().length - 1}`;
+    for (const pid of pinned) pin(pid, all);
+    pinned.clear();
+  };
 }

@@ -7,7 +7,7 @@
  * first), live (instances created while the worker runs: the jobs streaming pushes) and the
  * round trip of one instance at a time (create to result: a job's activation latency included).
  *
- *   npm run build && npx node dist/bench/workers.js [--tasks=2000] [--engines=camunda7,zeebe] [--latency-runs=100] [--warm-up=2]
+ *   npm run build && npx node dist/bench/workers.js [--tasks=2000] [--engines=camunda7,zeebe] [--latency-runs=100] [--warm-up=2] [--pin=apart]
  */
 import { join } from "node:path";
 import { Client, Variables } from "camunda-external-task-client-js";
@@ -24,7 +24,7 @@ import { ROOT } from "../test/support/process.js";
 import { ZeebeEngine } from "../test/support/zeebe.js";
 import { startCamunda7Worker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker, zeebeClient } from "../workers/zeebe/worker.js";
-import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, timeRuns } from "./harness.js";
+import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, pinApart, timeRuns } from "./harness.js";
 
 const tasks = Number(option("tasks", "2000"));
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
@@ -32,6 +32,14 @@ const tenant = `bench-workers-${Date.now()}`;
 const engines = option("engines", "camunda7,zeebe").split(",");
 const latencyRuns = Number(option("latency-runs", "100"));
 const warmUp = Number(option("warm-up", "2"));
+/**
+ * `--pin=apart`: the engine (its JVM and database backends) on CPU 0, the workers (this process and
+ * the service's database backends) on CPU 1 — as an engine and a worker on hosts of their own. By
+ * default all share both cores, and the service's CPU per task is taken from the engine's.
+ */
+const pinned = option("pin", "shared") === "apart";
+const workerDatabase = new URL(databaseUrl).pathname.slice(1);
+const apart = (engineDatabase?: string) => (pinned ? pinApart({ engineDatabase, workerDatabase, engineCpu: 0, workerCpu: 1 }) : () => {});
 
 async function until(done: () => Promise<boolean> | boolean, what: string, timeoutMs = 600_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -67,6 +75,7 @@ async function compared<W>(engine: string, round: (start: W) => Promise<number>,
 }
 
 async function main(): Promise<void> {
+  console.log(pinned ? "engine on CPU 0, workers on CPU 1 (--pin=apart)" : "engine and workers sharing every core");
   const config = loadConfig({ JWT_SECRET: "bench-secret-that-is-at-least-32-bytes-long", DATABASE_URL: databaseUrl });
   const db = await openDatabase({ databaseUrl, dataDir: "memory://", poolSize: 10 });
   const services = createServices(config, db);
@@ -91,6 +100,7 @@ const silent = createLogger("silent");
 async function camunda7(services: Services, knex: Knex, variables: Record<string, unknown>): Promise<void> {
   const db = { knex };
   const c7 = await Camunda7Engine.start();
+  const unpin = apart(c7.database);
   try {
     await c7.deploy("bpmn/camunda7/api-request-example.bpmn");
     const completed = async () => (await c7.call<{ count: number }>("GET", "/history/process-instance/count?processDefinitionKey=api-request-example&finished=true")).count;
@@ -121,6 +131,7 @@ async function camunda7(services: Services, knex: Knex, variables: Record<string
     const { noop, ours } = await compared("camunda 7", round, doNothing, service);
     console.log(`camunda 7, ${tasks} api-request tasks per round: do-nothing worker ${rate(noop)}; service worker ${rate(ours)}; ratio ${(ours / noop).toFixed(2)}x the time`);
   } finally {
+    unpin();
     await c7.stop();
   }
 }
@@ -128,6 +139,7 @@ async function camunda7(services: Services, knex: Knex, variables: Record<string
 async function zeebe(services: Services, knex: Knex, variables: Record<string, unknown>): Promise<void> {
   const db = { knex };
   const zb = await ZeebeEngine.start();
+  const unpin = apart();
   try {
     await zb.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/api-request-example.bpmn") });
     const round = async (startWorker: (count: () => void) => () => Promise<void>) => {
@@ -218,6 +230,7 @@ async function zeebe(services: Services, knex: Knex, variables: Record<string, u
         `streaming p50 ${ms(streamingTrips, 50)} p99 ${ms(streamingTrips, 99)}; ratio p50 ${(percentile(streamingTrips, 50) / percentile(pollingTrips, 50)).toFixed(2)}x`,
     );
   } finally {
+    unpin();
     await zb.stop();
   }
 }
