@@ -16,7 +16,9 @@ import { openDatabase } from "../src/db/database.js";
 import { EXAMPLE_DEFINITION, exampleGraph } from "../src/demo/seed.js";
 import { upsertEntities } from "../src/graph/entities.js";
 import { createLinks } from "../src/graph/links.js";
-import { createLogger } from "../src/logger.js";
+import { Writable } from "node:stream";
+import winston from "winston";
+import { createLogger, type Logger } from "../src/logger.js";
 import { Metrics } from "../src/metrics.js";
 import { createServices } from "../src/services.js";
 import { Camunda7Engine } from "../test/support/camunda7.js";
@@ -97,6 +99,28 @@ type Knex = Parameters<typeof startZeebeWorker>[2]["database"];
 type Services = ReturnType<typeof createServices>;
 const silent = createLogger("silent");
 
+/**
+ * A logger that keeps the task lines' times (`runMs`: taking and running the task, `reportMs`: the
+ * engine taking the report, `durationMs`: all of it, the row settled too), for a round of its own
+ * after the compared ones: where a service task's time goes, without the log's cost in the ratio.
+ */
+function stageLogger(): { logger: Logger; summary(): string } {
+  const lines: { runMs: number; reportMs: number; durationMs: number }[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      const line = JSON.parse(chunk.toString()) as { message?: string; runMs: number; reportMs: number; durationMs: number };
+      if (line.message === "task") lines.push(line);
+      done();
+    },
+  });
+  const logger = createLogger("info", [new winston.transports.Stream({ stream: sink })]);
+  const p50 = (field: "runMs" | "reportMs" | "durationMs") => {
+    const sorted = lines.map((l) => l[field]).sort((a, b) => a - b);
+    return `${field} p50 ${percentile(sorted, 50)} p90 ${percentile(sorted, 90)}`;
+  };
+  return { logger, summary: () => `${lines.length} task lines: ${p50("runMs")}, ${p50("reportMs")}, ${p50("durationMs")}` };
+}
+
 async function camunda7(services: Services, knex: Knex, variables: Record<string, unknown>): Promise<void> {
   const db = { knex };
   const c7 = await Camunda7Engine.start();
@@ -124,12 +148,15 @@ async function camunda7(services: Services, knex: Knex, variables: Record<string
       });
       return async () => client.stop();
     };
-    const service = () => {
-      const worker = startCamunda7Worker(services, camunda7Settings(c7.baseUrl, { maxTasks: 10, asyncResponseTimeoutMs: 1000 }), { database: db.knex, logger: silent, metrics: new Metrics() });
+    const service = (logger: Logger) => () => {
+      const worker = startCamunda7Worker(services, camunda7Settings(c7.baseUrl, { maxTasks: 10, asyncResponseTimeoutMs: 1000 }), { database: db.knex, logger, metrics: new Metrics() });
       return () => worker.stop();
     };
-    const { noop, ours } = await compared("camunda 7", round, doNothing, service);
+    const { noop, ours } = await compared("camunda 7", round, doNothing, service(silent));
     console.log(`camunda 7, ${tasks} api-request tasks per round: do-nothing worker ${rate(noop)}; service worker ${rate(ours)}; ratio ${(ours / noop).toFixed(2)}x the time`);
+    const stages = stageLogger();
+    const logged = await round(service(stages.logger));
+    console.log(`camunda 7, service worker logging its task lines: ${rate(logged)}; ${stages.summary()}`);
   } finally {
     unpin();
     await c7.stop();
@@ -174,7 +201,7 @@ async function zeebe(services: Services, knex: Knex, variables: Record<string, u
         await c8.close();
       };
     };
-    const service = (streamJobs: boolean) => (count: () => void) => {
+    const service = (streamJobs: boolean, logger: Logger = silent) => (count: () => void) => {
       const metrics = new Metrics();
       // Only completed jobs count (a failure is retried and would be counted twice).
       const counting = {
@@ -184,11 +211,14 @@ async function zeebe(services: Services, knex: Knex, variables: Record<string, u
           if (args[2] === "completed") count();
         },
       };
-      const worker = startZeebeWorker(services, zeebeSettings(zb.address, { maxTasks: 10, streamJobs }), { database: db.knex, logger: silent, metrics: counting });
+      const worker = startZeebeWorker(services, zeebeSettings(zb.address, { maxTasks: 10, streamJobs }), { database: db.knex, logger, metrics: counting });
       return () => worker.stop();
     };
     const { noop, ours } = await compared("zeebe", round, doNothing, service(false));
     console.log(`zeebe, ${tasks} api-request jobs per round: do-nothing worker ${rate(noop)}; service worker ${rate(ours)}; ratio ${(ours / noop).toFixed(2)}x the time`);
+    const stages = stageLogger();
+    const logged = await round(service(false, stages.logger));
+    console.log(`zeebe, service worker logging its task lines: ${rate(logged)}; ${stages.summary()}`);
     const streamedBacklog = await round(service(true));
     console.log(`zeebe backlog, ${tasks} jobs created first: polling ${rate(ours)}; streaming ${rate(streamedBacklog)}; ratio ${(streamedBacklog / ours).toFixed(2)}x the time`);
 

@@ -105,11 +105,16 @@ export class TaskRunner {
     let handled: Handled | undefined;
     let view = UNREPORTED;
     let reported = false;
+    // Where a task's time goes: taking and running it (ours), then the engine taking the report.
+    let ran: number | undefined;
+    let answered: number | undefined;
     try {
       handled = await takeTask(this.take, { key: task.key, topic: task.topic, retries: task.retries }, () =>
         handler(this.options.services, task.variables, { tenant: task.tenant }),
       );
+      ran = performance.now();
       view = await this.report(task, handled.report, reporter);
+      answered = performance.now();
       reported = true;
     } catch (err) {
       view = UNREPORTED;
@@ -125,6 +130,8 @@ export class TaskRunner {
         outcome: view.outcome,
         retries: task.retries ?? null,
         durationMs: Math.round(performance.now() - started),
+        runMs: ran === undefined ? null : Math.round(ran - started),
+        reportMs: ran === undefined || answered === undefined ? null : Math.round(answered - ran),
         ...(task.via !== undefined ? { via: task.via } : {}),
       });
     }

@@ -79,6 +79,29 @@ describeEachBackend("the task runner", (ctx) => {
     expect(await inHandRow(ctx.db.knex, { engine: "zeebe", taskKey: t.key })).to.equal(undefined);
   });
 
+  it("says in the task line how long taking and running the task took and how long the engine took the report", async () => {
+    const slowReport = new RecordingReporter();
+    const complete = slowReport.complete.bind(slowReport);
+    slowReport.complete = async (output) => {
+      await new Promise((r) => setTimeout(r, 60));
+      await complete(output);
+    };
+    const slowRun: TaskHandler = async () => {
+      await new Promise((r) => setTimeout(r, 40));
+      return { result: 1 };
+    };
+    await runner().run(task(), slowRun, slowReport);
+    const line = taskLines()[0] as { runMs: number; reportMs: number; durationMs: number };
+    expect(line.runMs).to.be.at.least(39);
+    expect(line.reportMs).to.be.at.least(59);
+    expect(line.durationMs).to.be.at.least(line.runMs + line.reportMs - 1);
+    // A report that could not be made has no report time.
+    const failing = new RecordingReporter({ complete: new Error("engine unreachable") });
+    await runner().run(task(), answering({ result: 1 }), failing);
+    expect(taskLines()[1]).to.deep.include({ outcome: "unreported", reportMs: null });
+    expect((taskLines()[1] as { runMs: unknown }).runMs).to.be.a("number");
+  });
+
   it("logs the tenant of the tenantId variable before the engine's", async () => {
     await runner().run(task({ variables: { tenantId: "globex" }, tenant: "acme" }), answering({ result: 1 }), new RecordingReporter());
     await runner().run(task({ tenant: undefined }), answering({ result: 1 }), new RecordingReporter());
