@@ -34,9 +34,9 @@ export interface DatabaseOptions {
 
 /**
  * Where graph queries run. On PostgreSQL, a pool of its own whose connections are opened with
- * `statement_timeout` and `join_collapse_limit = 1`, so a query is one round trip, and
- * `plan_cache_mode = force_generic_plan`: a walk (a named statement) is planned once per connection,
- * not again at every run, as the default's custom plans were (planning cost 3x the walk); on the
+ * `statement_timeout` and `join_collapse_limit = 1`, so a query is one round trip (plans are left to
+ * PostgreSQL's `plan_cache_mode = auto`: forced generic plans were tried and planned for the average
+ * tenant, a sequential scan over all tenants for a small one); on the
  * embedded database, the one connection, with the settings made per query in a transaction.
  */
 export interface GraphSession {
@@ -294,7 +294,7 @@ function openPostgres(url: string, options: DatabaseOptions, timeouts: DatabaseT
   // Graph queries: statement_timeout is the graph query time-out (QUERY_TIMEOUT_MS), answered 422.
   const graph = postgresPool(url, options, timeouts, {
     statementMs: timeout,
-    options: "-c join_collapse_limit=1 -c plan_cache_mode=force_generic_plan",
+    options: "-c join_collapse_limit=1",
     poolSize: options.poolSize,
     acquireMs: timeouts.acquireMs,
   });

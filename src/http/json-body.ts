@@ -6,7 +6,8 @@ import { parseJson } from "../json.js";
  * (README "Known defect of the runtime"). The same answers as fastify's: an empty body is
  * FST_ERR_CTP_EMPTY_JSON_BODY, text that is not JSON FST_ERR_CTP_INVALID_JSON_BODY (both 400).
  * Prototype keys are left in, as fastify does with `onProtoPoisoning`/`onConstructorPoisoning`
- * "ignore": the preValidation hook refuses them, naming the key (README "Input limits").
+ * "ignore": the preValidation hook refuses them, naming the key (README "Input limits"). A leading
+ * byte order mark is allowed, as fastify allows it.
  */
 export function parseJsonBody(_request: FastifyRequest, body: string, done: (err: Error | null, body?: unknown) => void): void {
   if (body.length === 0) {
@@ -15,7 +16,8 @@ export function parseJsonBody(_request: FastifyRequest, body: string, done: (err
   }
   let parsed: unknown;
   try {
-    parsed = parseJson(body);
+    // A leading byte order mark is dropped, as fastify's own parser (secure-json-parse) does.
+    parsed = parseJson(body.charCodeAt(0) === 0xfeff ? body.slice(1) : body);
   } catch {
     done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
     return;

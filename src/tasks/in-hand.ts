@@ -89,6 +89,11 @@ async function releaseAll(knex: Knex, tasks: readonly (InHandKey & { workerId: s
   return tasks.map((task) => gone.has(keyOf(task.engine, task.taskKey)));
 }
 
+/** PostgreSQL's classes of errors in the data of a statement (22: data exception, 23: integrity constraint). */
+const DATA_ERROR_CLASSES = ["22", "23"];
+
+const isDataError = (err: unknown) => DATA_ERROR_CLASSES.includes(String((err as { code?: unknown } | null)?.code ?? "").slice(0, 2));
+
 /** Rows written or deleted by one statement at most. */
 const MAX_BATCH = 200;
 
@@ -98,7 +103,8 @@ const MAX_BATCH = 200;
  * cost a statement of its own — on a machine shared with the engine, CPU taken from it. A batch runs
  * on the next turn (`setImmediate`), in waves whose tasks have distinct keys (a second call for the
  * same task waits for the first, as it would one statement after another), at most
- * {@link MAX_BATCH} a statement. A statement that fails fails every call of its wave.
+ * {@link MAX_BATCH} a statement. A statement refused for one row's data is run again a row at a
+ * time (see {@link TurnBatch.settle}); one that fails otherwise fails every call of its wave.
  */
 class TurnBatch<T extends InHandKey, R> {
   private pending: { task: T; resolve: (value: R) => void; reject: (reason: unknown) => void }[] = [];
@@ -110,6 +116,22 @@ class TurnBatch<T extends InHandKey, R> {
       this.pending.push({ task, resolve, reject });
       if (this.pending.length === 1) setImmediate(() => void this.flush());
     });
+  }
+
+  /**
+   * Runs one wave. A statement refused for the data of one of its rows is run again a row at a
+   * time, so that only that call fails, as it would have alone; any other error (the database
+   * unreachable) fails the whole wave.
+   */
+  private async settle(wave: { task: T; resolve: (value: R) => void; reject: (reason: unknown) => void }[]): Promise<void> {
+    try {
+      const results = await this.run(wave.map((call) => call.task));
+      wave.forEach((call, i) => call.resolve(results[i]!));
+    } catch (err) {
+      if (wave.length > 1 && isDataError(err)) {
+        for (const call of wave) await this.settle([call]);
+      } else for (const call of wave) call.reject(err);
+    }
   }
 
   private async flush(): Promise<void> {
@@ -127,12 +149,7 @@ class TurnBatch<T extends InHandKey, R> {
           wave.push(call);
         }
       }
-      try {
-        const results = await this.run(wave.map((call) => call.task));
-        wave.forEach((call, i) => call.resolve(results[i]!));
-      } catch (err) {
-        for (const call of wave) call.reject(err);
-      }
+      await this.settle(wave);
       calls = later;
     }
   }

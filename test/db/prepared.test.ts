@@ -55,17 +55,13 @@ describe("prepared statements on PostgreSQL (graph session)", function () {
     expect(((await named(texts[0]!, [2])) as { rows: unknown[] }).rows).to.deep.equal([{ n: 0, label: "two" }]);
   });
 
-  it("plans a statement once (a generic plan) rather than again at every run", async () => {
-    // With PostgreSQL's default (plan_cache_mode = auto) the walk's plans stayed custom: planned
-    // again at every bind, 1.9 ms of the server's 2.6 per request. The graph pool forces the generic one.
-    const sql = `select label from ${table} where id = ? and label <> ?`;
-    for (let i = 0; i < 8; i++) await named(sql, [1 + (i % 2), "none"]);
-    const plans = (await db.graph.knex.raw("select generic_plans, custom_plans from pg_prepared_statements where name = ?", [preparedName(sql)])) as {
-      rows: { generic_plans: string; custom_plans: string }[];
-    };
-    expect(plans.rows).to.have.length(1);
-    expect(Number(plans.rows[0]!.custom_plans)).to.equal(0);
-    expect(Number(plans.rows[0]!.generic_plans)).to.equal(8);
+  it("leaves PostgreSQL to choose custom or generic plans (plan_cache_mode stays auto)", async () => {
+    // Forcing generic plans took 1.9 ms of planning off a single-tenant walk, but planned for the
+    // average tenant: with tenants of very different sizes, a small tenant's type-only walk ran a
+    // sequential scan over every tenant's entities (36.5 ms vs 0.24 ms) and a selective attribute
+    // lookup read all 120,000 entities of its type (50.7 ms vs 3.2 ms). See README, Benchmarks.
+    const mode = (await db.graph.knex.raw("show plan_cache_mode")) as { rows: { plan_cache_mode: string }[] };
+    expect(mode.rows[0]!.plan_cache_mode).to.equal("auto");
   });
 
   it("prepares a statement afresh when its table changed under the plan", async () => {

@@ -120,14 +120,20 @@ describeEachBackend("tasks in hand (storage)", (ctx) => {
     expect([gone, again]).to.deep.equal([true, false]);
   });
 
-  it("fails every take of a statement that fails, and takes the next turn's afresh", async () => {
-    const [a, b] = [key(), key()];
-    // An engine the table refuses (its check constraint) fails the statement, and so both takes.
+  it("fails only the take whose row the table refuses, the others of its turn taken as if alone", async () => {
+    const [a, b, c] = [key(), key(), key()];
+    // An engine the table refuses (its check constraint) fails the statement of the turn; each row is then written alone.
     const bad = { ...b, engine: "camunda9" as never };
-    const outcomes = await Promise.allSettled([takeInHand(ctx.db.knex, { ...a, topic: "t", workerId: "w1" }), takeInHand(ctx.db.knex, { ...bad, topic: "t", workerId: "w1" })]);
-    expect(outcomes.map((o) => o.status)).to.deep.equal(["rejected", "rejected"]);
-    expect(await rowOf(ctx.db.knex, a)).to.equal(undefined);
-    const row = await takeInHand(ctx.db.knex, { ...a, topic: "t", workerId: "w1" });
-    expect([row.workerId, row.attempts]).to.deep.equal(["w1", 1]);
+    const outcomes = await Promise.allSettled([
+      takeInHand(ctx.db.knex, { ...a, topic: "t", workerId: "w1" }),
+      takeInHand(ctx.db.knex, { ...bad, topic: "t", workerId: "w1" }),
+      takeInHand(ctx.db.knex, { ...c, topic: "t", workerId: "w1" }),
+    ]);
+    expect(outcomes.map((o) => o.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled"]);
+    expect(String((outcomes[1] as PromiseRejectedResult).reason)).to.include("tasks_in_hand_engine");
+    expect((await rowOf(ctx.db.knex, a))?.worker_id).to.equal("w1");
+    expect((await rowOf(ctx.db.knex, c))?.worker_id).to.equal("w1");
+    const again = await takeInHand(ctx.db.knex, { ...a, topic: "t", workerId: "w1" });
+    expect([again.workerId, again.attempts]).to.deep.equal(["w1", 2]);
   });
 });
