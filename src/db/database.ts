@@ -238,9 +238,10 @@ const preparedNames = new Map<string, string>();
 
 /**
  * The name a statement is prepared under on the driver's connections: the statement's text,
- * hashed. A named statement is planned once per connection (custom plans for its first five runs,
- * then PostgreSQL's generic plan when that costs no more): planning a graph walk costs more than
- * running it. Only statements run outside a transaction take names (see {@link PostgresClient}).
+ * hashed. A named statement is parsed once per connection; PostgreSQL plans it at each run (custom
+ * plans) unless it judges its generic plan no dearer — the example walk stays on custom plans, and
+ * forcing generic ones planned for the average tenant (README, Benchmarks). Only statements run
+ * outside a transaction take names (see {@link PostgresClient}).
  */
 export function preparedName(sql: string): string {
   let name = preparedNames.get(sql);

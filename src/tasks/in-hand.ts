@@ -94,6 +94,13 @@ const DATA_ERROR_CLASSES = ["22", "23"];
 
 const isDataError = (err: unknown) => DATA_ERROR_CLASSES.includes(String((err as { code?: unknown } | null)?.code ?? "").slice(0, 2));
 
+/** A call waiting for its batch's statement. */
+interface Call<T, R> {
+  task: T;
+  resolve: (value: R) => void;
+  reject: (reason: unknown) => void;
+}
+
 /** Rows written or deleted by one statement at most. */
 const MAX_BATCH = 200;
 
@@ -107,7 +114,7 @@ const MAX_BATCH = 200;
  * time (see {@link TurnBatch.settle}); one that fails otherwise fails every call of its wave.
  */
 class TurnBatch<T extends InHandKey, R> {
-  private pending: { task: T; resolve: (value: R) => void; reject: (reason: unknown) => void }[] = [];
+  private pending: Call<T, R>[] = [];
 
   constructor(private readonly run: (tasks: readonly T[]) => Promise<R[]>) {}
 
@@ -123,7 +130,7 @@ class TurnBatch<T extends InHandKey, R> {
    * time, so that only that call fails, as it would have alone; any other error (the database
    * unreachable) fails the whole wave.
    */
-  private async settle(wave: { task: T; resolve: (value: R) => void; reject: (reason: unknown) => void }[]): Promise<void> {
+  private async settle(wave: Call<T, R>[]): Promise<void> {
     try {
       const results = await this.run(wave.map((call) => call.task));
       wave.forEach((call, i) => call.resolve(results[i]!));
