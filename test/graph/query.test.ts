@@ -1,10 +1,11 @@
+import { randomUUID } from "node:crypto";
 import { expect } from "chai";
 import { EXAMPLE_QUERY, exampleGraph, type ExampleAgreement } from "../../src/demo/seed.js";
 import { ProblemError } from "../../src/errors.js";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { createLinks } from "../../src/graph/links.js";
 import { compileQuery } from "../../src/graph/query/compiler.js";
-import { executeQuery, type QueryLimits, type QueryOutput } from "../../src/graph/query/execute.js";
+import { executeGuardedQuery, executeQuery, type DefinitionGuard, type QueryLimits, type QueryOutput } from "../../src/graph/query/execute.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
 import { describeEachBackend, type BackendContext } from "../support/backends.js";
 
@@ -217,5 +218,20 @@ describeEachBackend("graph queries", (ctx) => {
     expect(error.status).to.equal(422);
     expect(error.code).to.equal("TRANSFORM_FAILED");
     expect(error.message).to.match(/longer than 200 ms/);
+  });
+
+  it("runs no walk once the definition guarding it has changed: no answer, and none of the walk's limits reached", async () => {
+    await upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 400 }, (_, i) => ({ type: "Row", key: `r${i}` })));
+    const guard: DefinitionGuard = { table: "api_definitions", externalId: "rows", id: randomUUID(), updatedAt: "2026-01-02T03:04:05.678Z" };
+    await ctx.db.knex("api_definitions").insert({ tenant: ctx.tenant, id: guard.id, external_id: guard.externalId, query: "-", updated_at: guard.updatedAt });
+    // 64,000,000 triples: past the work limit (embedded) or the time limit (PostgreSQL) if walked.
+    const compiled = compileQuery(parseQuery(`Row ?a. Row ?b. Row ?c.`));
+    const limits: QueryLimits = { timeoutMs: 200, maxRows: 100_000_000, maxVisits: 20_000 };
+    const error = await failure(executeGuardedQuery(ctx.db.graph, compiled, ctx.tenant, {}, limits, guard));
+    expect(error.message).to.match(ctx.name === "embedded" ? /visited more than 20000 rows/ : /longer than 200 ms/);
+    const stale = { ...guard, updatedAt: "2026-01-02T03:04:05.679Z" };
+    expect(await executeGuardedQuery(ctx.db.graph, compiled, ctx.tenant, {}, limits, stale)).to.equal(undefined);
+    await ctx.db.knex("api_definitions").where({ tenant: ctx.tenant, id: guard.id }).update({ active: false });
+    expect(await executeGuardedQuery(ctx.db.graph, compiled, ctx.tenant, {}, limits, guard)).to.equal(undefined);
   });
 });

@@ -5,7 +5,7 @@ import { ProblemError } from "../../src/errors.js";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { createLinks } from "../../src/graph/links.js";
 import { compileQuery } from "../../src/graph/query/compiler.js";
-import { executeQuery, type QueryOutput } from "../../src/graph/query/execute.js";
+import { executeGuardedQuery, executeQuery, type DefinitionGuard, type QueryOutput } from "../../src/graph/query/execute.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
 import { describeEachBackend, randomTenant, type BackendContext } from "../support/backends.js";
 import { graphModel, materialize, patternModel, printPattern, resolveParams, type GraphModel, type PatternModel } from "../support/graphArbitrary.js";
@@ -21,6 +21,8 @@ interface Tenant {
   name: string;
   graph: ReferenceGraph;
   ids: string[];
+  /** A stored API definition of the tenant: every case runs again guarded by it. */
+  guard: DefinitionGuard;
 }
 
 /** Stores a generated graph in a fresh tenant; two ids past the last entity stay dangling. */
@@ -30,7 +32,10 @@ async function store(ctx: BackendContext, model: GraphModel): Promise<Tenant> {
   const graph = materialize(model, ids);
   if (graph.entities.length > 0) await upsertEntities(ctx.db.knex, name, graph.entities);
   if (graph.links.length > 0) await createLinks(ctx.db.knex, name, graph.links.map((l) => ({ from: { id: l.from }, relation: l.relation, to: { id: l.to } })));
-  return { name, graph, ids };
+  const updatedAt = "2026-01-02T03:04:05.678Z";
+  const guard: DefinitionGuard = { table: "api_definitions", externalId: "reference", id: randomUUID(), updatedAt };
+  await ctx.db.knex("api_definitions").insert({ tenant: name, id: guard.id, external_id: guard.externalId, query: "-", updated_at: updatedAt });
+  return { name, graph, ids, guard };
 }
 
 /** Entity labels as ids, value labels as values: what the reference answers. */
@@ -53,7 +58,13 @@ async function check(ctx: BackendContext, tenant: Tenant, pattern: PatternModel,
   const where = `\n${source}\nparams ${JSON.stringify(params)} on ${ctx.name}`;
   let output: QueryOutput;
   try {
-    output = await executeQuery(ctx.db.graph, compileQuery(query), tenant.name, params, LIMITS);
+    const compiled = compileQuery(query);
+    output = await executeQuery(ctx.db.graph, compiled, tenant.name, params, LIMITS);
+    // The same statement run only while a definition is current (as API requests run it): the
+    // same answer while it is, no answer (the walk not run) once it is not.
+    expect(await executeGuardedQuery(ctx.db.graph, compiled, tenant.name, params, LIMITS, tenant.guard), `guarded:${where}`).to.deep.equal(output);
+    const stale = { ...tenant.guard, updatedAt: "2026-01-02T03:04:05.679Z" };
+    expect(await executeGuardedQuery(ctx.db.graph, compiled, tenant.name, params, LIMITS, stale), `stale guard:${where}`).to.equal(undefined);
   } catch (err) {
     if (expected.rows > LIMITS.maxRows && err instanceof ProblemError && /QUERY_MAX_ROWS/.test(err.message)) return;
     throw new Error(`query failed (the reference has ${expected.rows} rows):${where}`, { cause: err });

@@ -29,6 +29,14 @@ export interface CompiledQuery {
    */
   budgetedSql: string;
   bindBudgeted(context: BindContext): unknown[];
+  /**
+   * Both statements, run only while `gate` (an SQL boolean expression, its `?` placeholders bound
+   * before the query's own) holds: the gate is read once, first, in the statement's snapshot; when
+   * it is false the walk does not run. Every row carries it as `current`; with no match row there
+   * is still one row, with a null label. Same bindings as {@link bind} and {@link bindBudgeted},
+   * after the gate's.
+   */
+  gated(gate: string): { sql: string; budgetedSql: string };
 }
 
 /** Compiles a parsed query into one parameterised SQL statement: its plan ({@link planJoins}), then the statement ({@link emitSql}). */
@@ -162,27 +170,42 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
   // inside, before the rows are numbered, so the walk stops at the first row past the limit
   // rather than after enumerating every match.
   const columns: string[] = [];
-  const groups: string[] = [];
+  const unpivot: string[] = [];
   const ordering: string[] = [];
   plan.labels.forEach((label, i) => {
     const entity = entities.get(label.name);
     if (entity !== undefined) {
       columns.push(`${entity.alias}.id as c${i}`, `${entity.alias}.key as k${i}`);
       ordering.push(`k${i}`, `c${i}`);
-      groups.push(`select ${i} as label, c${i} as id, null::jsonb as value, min(rn) as first from m group by c${i}`);
+      unpivot.push(`(${i}, m.c${i}, null::jsonb)`);
     } else {
       columns.push(`${valueColumns.get(label.name)} as c${i}`);
-      groups.push(`select ${i} as label, null::uuid as id, c${i} as value, min(rn) as first from m group by c${i}`);
+      unpivot.push(`(${i}, null::uuid, m.c${i})`);
     }
   });
-  const matchSql =
-    `select *, row_number() over (order by ${ordering.join(", ")}) as rn from (select ${columns.join(", ")} ` +
-    `from ${from.join(" ")} where ${where.join(" and ")} limit ${bind((c) => c.maxRows + 1)}) r`;
-  const marked =
-    `with m as (${matchSql}) ` +
-    `select u.label, e.id, e.type, e.key, e.attributes, u.value, (select count(*)::int from m) as matches, u.first ` +
-    `from (${groups.join(" union all ")}) u left join entities e on e.tenant = ${tenant()} and e.id = u.id ` +
-    `order by u.label, u.first`;
+  // The distinct entities and values of each label, each with the first match row it is in. One
+  // aggregate over the match rows unpivoted (a VALUES list per row), not one per label: the
+  // statement is planned at every run, and seven GROUP BYs under a UNION ALL cost more to plan
+  // than the walk itself.
+  const distinct =
+    `select v.label, v.id, v.value, min(m.rn) as first from m cross join lateral (values ${unpivot.join(", ")}) v(label, id, value) ` +
+    `group by v.label, v.id, v.value`;
+  const limit = bind((c) => c.maxRows + 1);
+  const tenantOfEntities = tenant();
+  // The gate, when there is one, is a CTE read by the walk as a one-time filter (an InitPlan) and
+  // by the outer select, so it is evaluated once; a LATERAL wrapper around the whole statement
+  // costs more than twice as much to plan.
+  const statementText = (gate?: string) => {
+    const matchSql =
+      `select *, row_number() over (order by ${ordering.join(", ")}) as rn from (select ${columns.join(", ")} ` +
+      `from ${from.join(" ")} where ${where.join(" and ")}${gate === undefined ? "" : " and (select current from g)"} limit ${limit}) r`;
+    const entityColumns = `e.id, e.type, e.key, e.attributes, u.value, (select count(*)::int from m) as matches, u.first`;
+    const joinEntities = `left join entities e on e.tenant = ${tenantOfEntities} and e.id = u.id order by u.label, u.first`;
+    return gate === undefined
+      ? `with m as (${matchSql}) select u.label, ${entityColumns} from (${distinct}) u ${joinEntities}`
+      : `with g as (select (${gate}) as current), m as (${matchSql}) ` +
+          `select g.current, u.label, ${entityColumns} from g left join (${distinct}) u on true ${joinEntities}`;
+  };
   const visits = bind((c) => c.maxVisits ?? Number.MAX_SAFE_INTEGER);
   const number = (text: string) => {
     const ordered: Binder[] = [];
@@ -192,9 +215,14 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
     });
     return { sql, bind: (context: BindContext) => ordered.map((binder) => binder(context)) };
   };
-  const plain = number(marked.replace(/ and \uE001\w*\uE001/g, ""));
   const count = `(case when nextval('graph_work_visits') <= ${visits}::bigint then true else graph_work_exceeded() end)`;
-  const budgeted = number(marked.replace(/\uE001(\w*)\uE001/g, (_, after: string) => (after === "" ? count : `${after}.id is not null and ${count}`)));
+  const plainOf = (marked: string) => number(marked.replace(/ and \uE001\w*\uE001/g, ""));
+  const budgetedOf = (marked: string) =>
+    number(marked.replace(/\uE001(\w*)\uE001/g, (_, after: string) => (after === "" ? count : `${after}.id is not null and ${count}`)));
+  const plain = plainOf(statementText());
+  const budgeted = budgetedOf(statementText());
+  // A query is run under few gates (one: its definition's row), so their texts are kept.
+  const gatedTexts = new Map<string, { sql: string; budgetedSql: string }>();
 
   return {
     labels: plan.labels,
@@ -203,6 +231,15 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
     bind: plain.bind,
     budgetedSql: budgeted.sql,
     bindBudgeted: budgeted.bind,
+    gated(gate: string) {
+      let texts = gatedTexts.get(gate);
+      if (texts === undefined) {
+        if (gatedTexts.size >= 8) gatedTexts.clear();
+        texts = { sql: plainOf(statementText(gate)).sql, budgetedSql: budgetedOf(statementText(gate)).sql };
+        gatedTexts.set(gate, texts);
+      }
+      return texts;
+    },
   };
 }
 

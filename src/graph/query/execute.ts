@@ -80,16 +80,10 @@ export async function executeGuardedQuery(
   return outputOf(compiled, rows[0].label === null ? [] : (rows as OutputRow[]), limits);
 }
 
-/**
- * The statement with its guard: one row saying whether the definition is current, joined to the
- * walk's rows, which run only when it is (a one-time filter on the guard's value).
- */
-function guardedSql(sql: string, guard: DefinitionGuard): { sql: string; bindings: (tenant: string) => unknown[] } {
+/** The guard as the query's gate: the definition's row is still there, unchanged and active. */
+function guardGate(guard: DefinitionGuard): { gate: string; bindings: (tenant: string) => unknown[] } {
   return {
-    sql:
-      `select g.current, q.* from (select exists (select 1 from ${guard.table} d where d.tenant = ? and d.external_id = ? and d.id = ? ` +
-      `and d.updated_at = ?::timestamptz and d.active) as current) g left join lateral (select * from (${sql}) s where g.current) q on true ` +
-      `order by q.label, q.first`,
+    gate: `exists (select 1 from ${guard.table} d where d.tenant = ? and d.external_id = ? and d.id = ? and d.updated_at = ?::timestamptz and d.active)`,
     bindings: (tenant) => [tenant, guard.externalId, guard.id, guard.updatedAt],
   };
 }
@@ -104,23 +98,24 @@ async function runStatement(
 ): Promise<OutputRow[]> {
   const failureCode = limits.failureCode ?? "TRANSFORM_FAILED";
   const maxVisits = limits.maxVisits ?? limits.maxRows * VISITS_PER_MATCH_ROW;
-  const statement = (sql: string, bindings: unknown[]) => {
-    if (guard === undefined) return { sql, bindings: bindings as Knex.RawBinding[] };
-    const wrapped = guardedSql(sql, guard);
-    return { sql: wrapped.sql, bindings: [...wrapped.bindings(tenant), ...bindings] as Knex.RawBinding[] };
+  const statement = (budgeted: boolean, bindings: unknown[]) => {
+    if (guard === undefined) return { sql: budgeted ? compiled.budgetedSql : compiled.sql, bindings: bindings as Knex.RawBinding[] };
+    const gate = guardGate(guard);
+    const gated = compiled.gated(gate.gate);
+    return { sql: budgeted ? gated.budgetedSql : gated.sql, bindings: [...gate.bindings(tenant), ...bindings] as Knex.RawBinding[] };
   };
   let rows: OutputRow[];
   try {
     if (session.presetTimeoutMs === limits.timeoutMs && session.workBudget !== true) {
       // The pool's connections carry statement_timeout and join_collapse_limit: one round trip,
       // of a statement prepared once per connection (planning a walk costs more than running it).
-      const run = statement(compiled.sql, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
+      const run = statement(false, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
       const raw = session.knex.raw(run.sql, run.bindings);
       rows = ((await (isPostgresKnex(session.knex) ? raw.options({ name: preparedName(run.sql) }) : raw)) as { rows: OutputRow[] }).rows;
     } else if (session.workBudget === true) {
       // Nothing can interrupt a statement here: the statement counts the rows it visits and
       // stops itself past the budget. The count starts from zero for every query (one connection).
-      const run = statement(compiled.budgetedSql, compiled.bindBudgeted({ tenant, params, maxRows: limits.maxRows, maxVisits }));
+      const run = statement(true, compiled.bindBudgeted({ tenant, params, maxRows: limits.maxRows, maxVisits }));
       rows = await session.knex.transaction(async (trx) => {
         // No Memoize or Materialize: a step served from a cache would not be counted.
         await trx.raw(
@@ -130,7 +125,7 @@ async function runStatement(
         return ((await trx.raw(run.sql, run.bindings)) as { rows: OutputRow[] }).rows;
       });
     } else {
-      const run = statement(compiled.sql, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
+      const run = statement(false, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
       rows = await session.knex.transaction(async (trx) => {
         // join_collapse_limit = 1: PostgreSQL keeps the join order the compiler wrote (and skips
         // searching for another: planning a 13-relation walk otherwise takes longer than running it).
