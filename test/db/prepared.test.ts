@@ -1,12 +1,11 @@
 import { expect } from "chai";
-import { openDatabase, PREPARED_PER_CONNECTION, preparedName, type Database } from "../../src/db/database.js";
+import { openDatabase, PREPARED_PER_CONNECTION, preparedName, runPrepared, type Database } from "../../src/db/database.js";
 import { TEST_DATABASE_URL } from "../support/backends.js";
 
 /**
- * Graph walks run as named statements on PostgreSQL: planned once per connection, not at every
- * request (planning the example walk took 1.9 ms of the server's CPU, running it 0.6 ms). A
- * connection keeps a bounded number of them, and a statement whose table changed under its plan is
- * prepared afresh rather than failing.
+ * Graph walks run as named statements on PostgreSQL ({@link runPrepared}): parsed once per
+ * connection, not at every request. A connection keeps a bounded number of them, and a statement
+ * whose table changed under its plan is prepared afresh rather than failing.
  */
 describe("prepared statements on PostgreSQL (graph session)", function () {
   let db: Database;
@@ -24,7 +23,7 @@ describe("prepared statements on PostgreSQL (graph session)", function () {
     await db?.close();
   });
 
-  const named = (sql: string, bindings: unknown[] = []) => db.graph.knex.raw(sql, bindings as never).options({ name: preparedName(sql) });
+  const named = async (sql: string, bindings: unknown[] = []) => ({ rows: await runPrepared(db.graph.knex, sql, bindings) });
   const preparedOnConnection = async () =>
     ((await db.graph.knex.raw("select name, statement from pg_prepared_statements order by prepare_time")) as { rows: { name: string; statement: string }[] }).rows;
 
@@ -39,6 +38,16 @@ describe("prepared statements on PostgreSQL (graph session)", function () {
     const statements = (await preparedOnConnection()).filter((s) => s.name === preparedName(sql));
     expect(statements).to.have.length(1);
     expect(statements[0]!.statement).to.include(`from ${table} where id = $1`);
+  });
+
+  it("takes plain placeholders only: an identifier binding or an escaped one is refused before anything runs", async () => {
+    for (const sql of [`select ?? from ${table}`, `select label from ${table} where label = '\\?' and id = ?`]) {
+      let refused: unknown;
+      await runPrepared(db.graph.knex, sql, [1]).catch((err: unknown) => (refused = err));
+      expect(refused, sql).to.be.instanceOf(Error);
+      expect((refused as Error).message).to.match(/plain `\?` placeholders only/);
+    }
+    expect((await preparedOnConnection()).map((s) => s.statement).filter((s) => s.includes("??") || s.includes("\\?"))).to.deep.equal([]);
   });
 
   it(`keeps at most ${PREPARED_PER_CONNECTION} per connection, the most recently used`, async () => {

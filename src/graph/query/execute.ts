@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import { isPostgresKnex, preparedName, type GraphSession } from "../../db/database.js";
+import { isPostgresKnex, runPrepared, type GraphSession } from "../../db/database.js";
 import { ProblemError, type ProblemCode } from "../../errors.js";
 import { entityJson, type EntityJson, type EntityRow } from "../entity.js";
 import type { CompiledQuery, QueryParameters } from "./compiler.js";
@@ -110,8 +110,9 @@ async function runStatement(
       // The pool's connections carry statement_timeout and join_collapse_limit: one round trip,
       // of a statement prepared once per connection (planning a walk costs more than running it).
       const run = statement(false, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
-      const raw = session.knex.raw(run.sql, run.bindings);
-      rows = ((await (isPostgresKnex(session.knex) ? raw.options({ name: preparedName(run.sql) }) : raw)) as { rows: OutputRow[] }).rows;
+      rows = isPostgresKnex(session.knex)
+        ? await runPrepared<OutputRow>(session.knex, run.sql, run.bindings)
+        : ((await session.knex.raw(run.sql, run.bindings)) as { rows: OutputRow[] }).rows;
     } else if (session.workBudget === true) {
       // Nothing can interrupt a statement here: the statement counts the rows it visits and
       // stops itself past the budget. The count starts from zero for every query (one connection).
