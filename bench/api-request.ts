@@ -3,12 +3,15 @@
  * for the specification's example definition on a 140,002-entity graph, against the server
  * running as its own process on PostgreSQL, next to the raw SQL of the same walk in the same run:
  * one at a time (p50), and on as many concurrent connections of a `pg` pool as there are
- * concurrent clients (throughput). The server gets a pool of that size too. The client is
- * node:http with a keep-alive agent, lighter than fetch: on a 2-core machine the load generator's
+ * concurrent clients (throughput). The server runs with its default pool (DATABASE_POOL_SIZE,
+ * 10) unless `--server-pool=N` says otherwise: more connections than cores cost PostgreSQL more CPU
+ * per statement (README, Benchmarks). One-at-a-time and loaded runs alternate between the two
+ * sides, so that a slower stretch of a shared machine falls on both. The client is node:http with a keep-alive agent, lighter than fetch: on a 2-core machine the load generator's
  * own CPU is taken from the server and the database.
  *
  *   npm run build && node dist/bench/api-request.js [--agreements=20000] [--requests=3000] [--concurrency=16]
  *     [--graph-tenant=T]  (a tenant already seeded with `--agreements` agreements: kept, not seeded again)
+ *     [--server-pool=N]  (the server's DATABASE_POOL_SIZE; default: the service's default)
  *     [--server-cpu-prof=DIR]  (the server's CPU profile, written to DIR when it stops)
  */
 import { randomUUID } from "node:crypto";
@@ -25,6 +28,8 @@ const agreements = Number(option("agreements", "20000"));
 const requests = Number(option("requests", "3000"));
 const concurrency = Number(option("concurrency", "16"));
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
+/** The server's DATABASE_POOL_SIZE; by default the service's own default. */
+const serverPool = option("server-pool", "");
 /** The walk with pg's numbered placeholders. */
 const RAW_SQL = HAND_TUNED.replace(/\?/g, (_, at: number) => `$${HAND_TUNED.slice(0, at).split("?").length}`);
 const SECRET = "bench-secret-that-is-at-least-32-bytes-long";
@@ -42,7 +47,7 @@ async function main(): Promise<void> {
     PORT: String(port),
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
-    DATABASE_POOL_SIZE: String(concurrency),
+    ...(serverPool !== "" ? { DATABASE_POOL_SIZE: serverPool } : {}),
     ...(profileDir !== "" ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
   });
   // The raw SQL's own pool, connections set up as the service's graph pool sets up its own.
@@ -87,19 +92,26 @@ async function main(): Promise<void> {
     rawSql.sort((a, b) => a - b);
     sequential.sort((a, b) => a - b);
 
-    // Where the CPU of each loaded run went, by process: on 2 cores it decides the throughput.
-    let cpu = cpuSnapshot();
-    const rawLoad = await underLoad(raw, requests, concurrency);
-    const rawCpu = cpuPerUnit(cpuBetween(cpu, (cpu = cpuSnapshot())), requests, "query");
-    const load = await underLoad(ask, requests, concurrency);
-    const loadCpu = cpuPerUnit(cpuBetween(cpu, cpuSnapshot()), requests, "request");
+    // Loaded runs alternated A B B A, half the requests each, for the same reason; where the CPU
+    // of each went, by process: on 2 cores it decides the throughput.
+    const loaded = { raw: { fn: raw, runs: [] as Load[], cpu: new Map<string, number>() }, ask: { fn: ask, runs: [] as Load[], cpu: new Map<string, number>() } };
+    for (const side of ["raw", "ask", "ask", "raw"] as const) {
+      const before = cpuSnapshot();
+      loaded[side].runs.push(await underLoad(loaded[side].fn, Math.ceil(requests / 2), concurrency));
+      for (const [group, ms] of cpuBetween(before, cpuSnapshot())) loaded[side].cpu.set(group, (loaded[side].cpu.get(group) ?? 0) + ms);
+    }
+    const rawLoad = combine(loaded.raw.runs);
+    const load = combine(loaded.ask.runs);
+    const byCpu = (m: Map<string, number>) => new Map([...m].sort((a, b) => b[1] - a[1]));
+    const rawCpu = cpuPerUnit(byCpu(loaded.raw.cpu), rawLoad.latencies.length, "query");
+    const loadCpu = cpuPerUnit(byCpu(loaded.ask.cpu), load.latencies.length, "request");
 
     console.log(summary("raw SQL of the walk (baseline)", rawSql));
     console.log(summary("request, one at a time", sequential));
     console.log(summary(`raw SQL, ${concurrency} concurrent`, rawLoad.latencies));
     console.log(summary(`request, ${concurrency} concurrent`, load.latencies));
     console.log(`throughput, raw SQL on ${concurrency} connections: ${rawLoad.perSecond.toFixed(0)} queries/s`);
-    console.log(`throughput, ${concurrency} concurrent clients: ${load.perSecond.toFixed(0)} requests/s (${requests} requests)`);
+    console.log(`throughput, ${concurrency} concurrent clients: ${load.perSecond.toFixed(0)} requests/s (${load.latencies.length} requests; server DATABASE_POOL_SIZE ${serverPool === "" ? "default" : serverPool})`);
     console.log(`CPU, raw SQL: ${rawCpu}`);
     console.log(`CPU, requests: ${loadCpu}`);
     console.log(`ratio request / raw SQL at p50 (one at a time): ${(percentile(sequential, 50) / percentile(rawSql, 50)).toFixed(2)}x (goal <= 1.3x)`);
@@ -118,8 +130,21 @@ async function main(): Promise<void> {
   }
 }
 
+interface Load {
+  latencies: number[];
+  seconds: number;
+  perSecond: number;
+}
+
+/** Loaded runs of one side as one: latencies merged (sorted), runs per second over their summed time. */
+function combine(runs: Load[]): Load {
+  const latencies = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const seconds = runs.reduce((sum, r) => sum + r.seconds, 0);
+  return { latencies, seconds, perSecond: latencies.length / seconds };
+}
+
 /** Runs `fn` `total` times from `concurrency` loops at once: latencies (sorted) and runs per second. */
-async function underLoad(fn: (i: number) => Promise<void>, total: number, concurrency: number): Promise<{ latencies: number[]; perSecond: number }> {
+async function underLoad(fn: (i: number) => Promise<void>, total: number, concurrency: number): Promise<Load> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -134,7 +159,7 @@ async function underLoad(fn: (i: number) => Promise<void>, total: number, concur
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { latencies: latencies.sort((a, b) => a - b), perSecond: total / seconds };
+  return { latencies: latencies.sort((a, b) => a - b), seconds, perSecond: total / seconds };
 }
 
 function post(agent: Agent, port: number, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
