@@ -238,10 +238,9 @@ const preparedNames = new Map<string, string>();
 
 /**
  * The name a statement is prepared under on the driver's connections: the statement's text,
- * hashed. A named statement is parsed once per connection; PostgreSQL plans it at each run (custom
- * plans) unless it judges its generic plan no dearer — the example walk stays on custom plans, and
- * forcing generic ones planned for the average tenant (README, Benchmarks). Only statements run
- * outside a transaction take names (see {@link PostgresClient}).
+ * hashed. A named statement is parsed once per connection, and on the graph pool planned once too
+ * (see the graph pool's settings in openPostgres). Only statements run outside a transaction take
+ * names (see {@link PostgresClient}).
  */
 export function preparedName(sql: string): string {
   let name = preparedNames.get(sql);
@@ -326,13 +325,23 @@ function postgresPool(url: string, options: DatabaseOptions, timeouts: DatabaseT
   });
 }
 
+/** The run-time settings of the graph pool's connections (see openPostgres), as `-c` options. */
+export const GRAPH_SESSION_SETTINGS = "-c join_collapse_limit=1 -c plan_cache_mode=force_generic_plan -c enable_seqscan=off";
+
 function openPostgres(url: string, options: DatabaseOptions, timeouts: DatabaseTimeouts): Database {
   const knex = postgresPool(url, options, timeouts, { statementMs: timeouts.statementMs, poolSize: options.poolSize, acquireMs: timeouts.acquireMs });
   const timeout = Math.max(1, Math.floor(options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS));
   // Graph queries: statement_timeout is the graph query time-out (QUERY_TIMEOUT_MS), answered 422.
+  // The walks run on plans made once per statement and connection (force_generic_plan), which
+  // planning at every run cost more than running (0.65 of ~1.3 ms for the example). Such a plan
+  // is made without the tenant or the caller's values, so nothing in it may depend on them: the
+  // compiler fixes the join order (join_collapse_limit = 1) and finds entities by attributes
+  // through the tenant-scoped index alone; enable_seqscan = off keeps a type-only lookup on the
+  // tenant's index range rather than a scan of every tenant's rows. test/db/plan-safety.test.ts
+  // holds these plans to the reads of the best custom plan, tenant by tenant.
   const graph = postgresPool(url, options, timeouts, {
     statementMs: timeout,
-    options: "-c join_collapse_limit=1",
+    options: GRAPH_SESSION_SETTINGS,
     poolSize: options.poolSize,
     acquireMs: timeouts.acquireMs,
   });

@@ -147,4 +147,21 @@ export const migrations: Migration[] = [
       `create index stream_watchers_tenant on stream_watchers (tenant, expires_at)`,
     ],
   },
+  {
+    id: "006_tenant_scoped_attributes",
+    statements: [
+      // The graph compiler finds an entity by its attributes through this index only: its keys are
+      // the attributes under the entity's tenant and type ({tenant: {type: attributes}}), so a
+      // lookup reads only the matches of the caller's tenant and type, whatever other tenants
+      // hold, and its plan does not depend on the tenant's size. That is what lets the graph
+      // walks run on plans made once per statement (src/db/database.ts, graph pool). Immutable:
+      // for text and jsonb arguments jsonb_build_object is (it is declared stable for every type).
+      `create function graph_scoped_attributes(tenant text, type text, attributes jsonb) returns jsonb
+        language sql immutable parallel safe
+        as $$ select jsonb_build_object(tenant, jsonb_build_object(type, attributes)) $$`,
+      `create index entities_scoped_attributes on entities using gin (graph_scoped_attributes(tenant, type, attributes) jsonb_path_ops)`,
+      // Its only user, the graph compiler, no longer reads attributes across tenants.
+      `drop index entities_attributes`,
+    ],
+  },
 ];

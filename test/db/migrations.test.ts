@@ -37,7 +37,8 @@ describeEachBackend("schema", (ctx) => {
     expect(await indexDefinitions(knex, "entities")).to.have.members([
       "USING btree (tenant, id)",
       "USING btree (tenant, type, key)",
-      "USING gin (attributes jsonb_path_ops)",
+      // Attributes under their tenant and type: a lookup reads one tenant's matches only (migration 006).
+      "USING gin (graph_scoped_attributes(tenant, type, attributes) jsonb_path_ops)",
     ]);
     expect(await indexDefinitions(knex, "links")).to.have.members([
       "USING btree (tenant, from_id, relation, to_id)",

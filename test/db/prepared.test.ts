@@ -64,13 +64,15 @@ describe("prepared statements on PostgreSQL (graph session)", function () {
     expect(((await named(texts[0]!, [2])) as { rows: unknown[] }).rows).to.deep.equal([{ n: 0, label: "two" }]);
   });
 
-  it("leaves PostgreSQL to choose custom or generic plans (plan_cache_mode stays auto)", async () => {
-    // Forcing generic plans took 1.9 ms of planning off a single-tenant walk, but planned for the
-    // average tenant: with tenants of very different sizes, a small tenant's type-only walk ran a
-    // sequential scan over every tenant's entities (36.5 ms vs 0.24 ms) and a selective attribute
-    // lookup read all 120,000 entities of its type (50.7 ms vs 3.2 ms). See README, Benchmarks.
-    const mode = (await db.graph.knex.raw("show plan_cache_mode")) as { rows: { plan_cache_mode: string }[] };
-    expect(mode.rows[0]!.plan_cache_mode).to.equal("auto");
+  it("plans the walks once per statement on the graph pool, never by a scan of every tenant's rows", async () => {
+    // Why these plans are safe for every tenant: test/db/plan-safety.test.ts.
+    const shown = (await db.graph.knex.raw(
+      "select current_setting('plan_cache_mode') as mode, current_setting('enable_seqscan') as seqscan, current_setting('join_collapse_limit') as collapse",
+    )) as { rows: { mode: string; seqscan: string; collapse: string }[] };
+    expect(shown.rows[0]).to.deep.equal({ mode: "force_generic_plan", seqscan: "off", collapse: "1" });
+    // The main pool keeps PostgreSQL's defaults.
+    const main = (await db.knex.raw("select current_setting('plan_cache_mode') as mode, current_setting('enable_seqscan') as seqscan")) as { rows: unknown[] };
+    expect(main.rows[0]).to.deep.equal({ mode: "auto", seqscan: "on" });
   });
 
   it("prepares a statement afresh when its table changed under the plan", async () => {

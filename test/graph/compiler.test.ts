@@ -32,9 +32,18 @@ describe("graph query compiler", () => {
     // e0 tenant (key), l0 + e1 index set, e2 agreement by its own attributes, l1 the checked link, then down the walk.
     expect(joinOrder(sql)).to.deep.equal(["e0", "l0", "e1", "e2", "l1", "l2", "e3", "l3", "e4", "l4", "e5", "l5", "e6", "e"]);
     expect(sql).to.contain("cross join lateral (select 1 from links l1 where");
-    expect(sql).to.match(
-      /cross join lateral \(select e2\.id, e2\.key, e2\.attributes from entities e2 where e2\.tenant = \? and e2\.type = \? and \(e2\.attributes @> \?::jsonb or e2\.attributes @> \?::jsonb\) offset 0\) e2/,
+    // The agreement is looked up by the tenant-scoped attribute index alone, in a subquery of its
+    // own; its tenant and type are checked outside it, where they cannot join the index lookup.
+    expect(sql).to.contain(
+      "cross join lateral (select e2.id, e2.key, e2.attributes from (select e2.id, e2.key, e2.attributes, e2.tenant, e2.type from entities e2 " +
+        "where (graph_scoped_attributes(e2.tenant, e2.type, e2.attributes) @> graph_scoped_attributes(?::text, ?::text, ?::jsonb) " +
+        "or graph_scoped_attributes(e2.tenant, e2.type, e2.attributes) @> graph_scoped_attributes(?::text, ?::text, ?::jsonb)) offset 0) e2 " +
+        "where e2.tenant = ? and e2.type = ? offset 0) e2",
     );
+    // With a key, the entity is found by the (tenant, type, key) index; its attributes are a filter.
+    const keyed = compile(`Agreement ?a; entity:key "k"; attribute:publicId "p".`).sql;
+    expect(keyed).to.contain("from entities e0");
+    expect(keyed).to.match(/e0\.key = \? and \(e0\.attributes @> \?::jsonb or e0\.attributes @> \?::jsonb\)/);
     // Every step after the first is a fenced LATERAL subquery: the planner keeps the walk.
     expect(sql).to.contain("cross join lateral (select l0.to_id as id from links l0 where l0.tenant = ? and l0.from_id = e0.id and l0.relation = ? offset 0) l0");
   });

@@ -77,20 +77,30 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
   const visitAfter = (a: string) => `\uE001${a}\uE001`;
   let lastPlaced = "";
 
-  const entityConditions = (e: Placed): string[] => {
+  /** The entity's tenant, type and keys: equalities the btree indexes answer. */
+  const identityConditions = (e: Placed): string[] => {
     const conditions = [`${e.alias}.tenant = ${tenant()}`, `${e.alias}.type = ${bind(() => e.type)}`];
     for (const key of e.keys) conditions.push(`${e.alias}.key = ${bind((c) => textOf(resolveValue(key, c.params)))}`);
-    for (const attribute of e.attributes) {
-      const scalar = (c: BindContext) => resolveValue(attribute.value, c.params);
-      // Equal to the value, or an array holding it; both forms are answered by the GIN index.
-      conditions.push(
-        `(${e.alias}.attributes @> ${bind((c) => JSON.stringify({ [attribute.name]: scalar(c) }))}::jsonb` +
-          ` or ${e.alias}.attributes @> ${bind((c) => JSON.stringify({ [attribute.name]: [scalar(c)] }))}::jsonb)`,
-      );
-    }
     return conditions;
   };
-
+  /**
+   * Its attribute constants: each equal to the value, or an array holding it. `scoped`: as
+   * containment under the entity's tenant and type, which the GIN index
+   * entities_scoped_attributes answers (migration 006); otherwise as plain containment, a filter.
+   */
+  const attributeConditions = (e: Placed, scoped: boolean): string[] =>
+    e.attributes.map((attribute) => {
+      const scalar = (c: BindContext) => resolveValue(attribute.value, c.params);
+      const forms = [
+        bind((c) => JSON.stringify({ [attribute.name]: scalar(c) })),
+        bind((c) => JSON.stringify({ [attribute.name]: [scalar(c)] })),
+      ];
+      const holds = (value: string) =>
+        scoped
+          ? `graph_scoped_attributes(${e.alias}.tenant, ${e.alias}.type, ${e.alias}.attributes) @> graph_scoped_attributes(${tenant()}::text, ${bind(() => e.type)}::text, ${value}::jsonb)`
+          : `${e.alias}.attributes @> ${value}::jsonb`;
+      return `(${forms.map(holds).join(" or ")})`;
+    });
   const valueColumns = new Map<string, string>();
   const from: string[] = [];
   const where: string[] = [];
@@ -106,15 +116,23 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
   };
   const placeEntity = (name: string, joinOn: string[]) => {
     const e = entities.get(name)!;
-    if (lastPlaced === "") {
-      from.push(`entities ${e.alias}`);
-      where.push(...entityConditions(e), VISIT);
+    const first = lastPlaced === "";
+    const visit = first || joinOn.length > 0 ? VISIT : visitAfter(lastPlaced);
+    // An entity found by its attributes alone is read through the tenant-scoped index only, in a
+    // subquery of its own: its tenant and type, outside it, cannot be added to that lookup as an
+    // index condition (a bitmap AND with the tenant's whole range of the type, which a plan made
+    // without the caller's values would choose). They still hold for every row, as a filter.
+    const byAttributes = e.keys.length === 0 && e.attributes.length > 0;
+    const source = byAttributes
+      ? `(select ${e.alias}.id, ${e.alias}.key, ${e.alias}.attributes, ${e.alias}.tenant, ${e.alias}.type from entities ${e.alias} ` +
+        `where ${[...attributeConditions(e, true), visit].join(" and ")} offset 0) ${e.alias}`
+      : `entities ${e.alias}`;
+    const conditions = byAttributes ? identityConditions(e) : [...identityConditions(e), ...attributeConditions(e, false), visit];
+    if (first) {
+      from.push(source);
+      where.push(...conditions);
     } else {
-      const visit = joinOn.length === 0 ? visitAfter(lastPlaced) : VISIT;
-      from.push(
-        `cross join lateral (select ${e.alias}.id, ${e.alias}.key, ${e.alias}.attributes from entities ${e.alias} ` +
-          `where ${[...joinOn, ...entityConditions(e), visit].join(" and ")} offset 0) ${e.alias}`,
-      );
+      from.push(`cross join lateral (select ${e.alias}.id, ${e.alias}.key, ${e.alias}.attributes from ${source} where ${[...joinOn, ...conditions].join(" and ")} offset 0) ${e.alias}`);
     }
     lastPlaced = e.alias;
   };

@@ -1,0 +1,108 @@
+import { randomBytes } from "node:crypto";
+import { expect } from "chai";
+import knexFactory from "knex";
+import pg from "pg";
+import { seedGraph } from "../../bench/seed-graph.js";
+import { GRAPH_SESSION_SETTINGS, openDatabase, type Database } from "../../src/db/database.js";
+import { EXAMPLE_QUERY } from "../../src/demo/seed.js";
+import { compileQuery, type CompiledQuery } from "../../src/graph/query/compiler.js";
+import { parseQuery } from "../../src/graph/query/parser.js";
+import { TEST_DATABASE_URL } from "../support/backends.js";
+
+/**
+ * The graph pool runs every walk on a plan made once per statement, without the tenant or the
+ * caller's values (GRAPH_SESSION_SETTINGS). Such a plan must be good for every tenant and every
+ * value: on a database where one tenant holds nearly every row and another a handful, each walk's
+ * plan as the graph pool makes it reads at most about as many pages as the best plan PostgreSQL
+ * makes knowing the values (a custom plan, every scan allowed). Pages read, from EXPLAIN
+ * (ANALYZE, BUFFERS), not time: the same plan on the same rows reads the same pages.
+ *
+ * The plans this guards against, seen on such data: a lookup by attributes joined by a bitmap AND
+ * with the tenant's whole range of its type; a small tenant's type-only lookup as a sequential
+ * scan over every tenant's rows.
+ */
+describe("graph plans made once per statement, on tenants of very different sizes (PostgreSQL)", function () {
+  this.timeout(120_000);
+  const BIG = "plan-big";
+  const SMALL = "plan-small";
+  const AGREEMENTS = 10_000;
+  const name = `plan_safety_${process.pid}_${randomBytes(3).toString("hex")}`;
+  const admin = new URL(TEST_DATABASE_URL);
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `/${name}`;
+  let db: Database | undefined;
+  let generic: pg.Client | undefined;
+  let custom: pg.Client | undefined;
+
+  before(async () => {
+    const client = new pg.Client({ connectionString: admin.toString() });
+    await client.connect();
+    await client.query(`create database ${name}`);
+    await client.end();
+    db = await openDatabase({ databaseUrl: url.toString(), dataDir: "", poolSize: 1 });
+    // Seeded without the service's statement time-out: the bulk inserts take a few seconds.
+    const seeder = knexFactory({ client: "pg", connection: url.toString(), pool: { min: 0, max: 1 } });
+    try {
+      await seedGraph(seeder, BIG, AGREEMENTS);
+      await seedGraph(seeder, SMALL, 3);
+      await seeder.raw("vacuum analyze entities");
+      await seeder.raw("vacuum analyze links");
+    } finally {
+      await seeder.destroy();
+    }
+    generic = new pg.Client({ connectionString: url.toString(), options: GRAPH_SESSION_SETTINGS });
+    custom = new pg.Client({ connectionString: url.toString(), options: "-c join_collapse_limit=1 -c plan_cache_mode=force_custom_plan" });
+    await generic.connect();
+    await custom.connect();
+  });
+
+  after(async () => {
+    await generic?.end();
+    await custom?.end();
+    await db?.close();
+    const client = new pg.Client({ connectionString: admin.toString() });
+    await client.connect();
+    await client.query(`drop database if exists ${name} with (force)`);
+    await client.end();
+  });
+
+  let statements = 0;
+  /** Pages the statement's plan reads (shared buffers hit or read), run on `client` with `bindings`. */
+  async function pagesRead(client: pg.Client, compiled: CompiledQuery, bindings: unknown[]): Promise<number> {
+    const statement = `s${statements++}`;
+    let n = 0;
+    await client.query(`prepare ${statement} as ${compiled.sql.replace(/\?/g, () => `$${++n}`)}`);
+    const values = bindings.map((v) => (typeof v === "number" ? String(v) : client.escapeLiteral(String(v)))).join(", ");
+    // The first run makes the plan (a generic one is kept); the second is measured.
+    await client.query(`execute ${statement}(${values})`);
+    const { rows } = await client.query(`explain (analyze, buffers, format json) execute ${statement}(${values})`);
+    await client.query(`deallocate ${statement}`);
+    const plan = (rows[0] as { "QUERY PLAN": [{ Plan: { "Shared Hit Blocks": number; "Shared Read Blocks": number } }] })["QUERY PLAN"][0].Plan;
+    return plan["Shared Hit Blocks"] + plan["Shared Read Blocks"];
+  }
+
+  const cases: { title: string; query: string; tenant: string; params: Record<string, unknown> }[] = [
+    { title: "the example, large tenant", query: EXAMPLE_QUERY, tenant: BIG, params: { tenantId: BIG, publicId: "AGR-4711" } },
+    { title: "the example, small tenant", query: EXAMPLE_QUERY, tenant: SMALL, params: { tenantId: SMALL, publicId: "AGR-1" } },
+    { title: "a selective attribute lookup, large tenant", query: `Agreement ?a; attribute:publicId \${p}.`, tenant: BIG, params: { p: "AGR-77" } },
+    {
+      title: "an attribute value every access point of the large tenant holds, looked up in the small tenant",
+      query: `AccessPoint ?p; attribute:accessPointType \${t}.`,
+      tenant: SMALL,
+      params: { t: "ELECTRICITY" },
+    },
+    { title: "a type-only walk, small tenant", query: `Agreement ?a; link:hasProduct AgreementProduct:?p.`, tenant: SMALL, params: {} },
+    { title: "a type-only walk, large tenant", query: `Arrangement ?r; link:hasAccessPointRelation AccessPointRelation:?x.`, tenant: BIG, params: {} },
+    { title: "a lookup by key, small tenant", query: `Agreement ?a; entity:key \${k}; link:hasProduct AgreementProduct:?p.`, tenant: SMALL, params: { k: "AGR-2" } },
+  ];
+
+  for (const c of cases) {
+    it(`reads about what the best plan knowing the values reads: ${c.title}`, async () => {
+      const compiled = compileQuery(parseQuery(c.query));
+      const bindings = compiled.bind({ tenant: c.tenant, params: c.params, maxRows: 100_000 });
+      const best = await pagesRead(custom!, compiled, bindings);
+      const once = await pagesRead(generic!, compiled, bindings);
+      expect(once, `pages read by the plan made once (${once}) against the best plan (${best})`).to.be.at.most(2 * best + 20);
+    });
+  }
+});
