@@ -22,7 +22,7 @@ import { openDatabase } from "../src/db/database.js";
 import { EXAMPLE_DEFINITION } from "../src/demo/seed.js";
 import { freePort, startNode } from "../test/support/process.js";
 import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, summary, timeRuns, waitForHealth } from "./harness.js";
-import { HAND_TUNED, seedGraph } from "./seed-graph.js";
+import { HAND_TUNED, handTunedBindings, seedGraph } from "./seed-graph.js";
 
 const agreements = Number(option("agreements", "20000"));
 const requests = Number(option("requests", "3000"));
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
       if (status !== 200 || answer.accessPoints?.length !== 2) throw new Error(`request ${i}: ${status} ${text}`);
     };
     const raw = async (i: number) => {
-      const { rows } = await rawPool.query(RAW_SQL, [tenant, tenant, JSON.stringify({ publicId: publicId(i) })]);
+      const { rows } = await rawPool.query(RAW_SQL, handTunedBindings(tenant, publicId(i)));
       if (rows.length !== 2) throw new Error(`raw SQL ${i}: ${rows.length} rows`);
     };
 

@@ -11,7 +11,7 @@ import { compileQuery } from "../src/graph/query/compiler.js";
 import { executeQuery } from "../src/graph/query/execute.js";
 import { parseQuery } from "../src/graph/query/parser.js";
 import { option, percentile, summary, timeRuns } from "./harness.js";
-import { HAND_TUNED, seedGraph } from "./seed-graph.js";
+import { HAND_TUNED, handTunedBindings, seedGraph } from "./seed-graph.js";
 
 const agreements = Number(option("agreements", "20000"));
 const backend = option("backend", "postgres");
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
       const theirs = (await db.knex.raw(HAND_WRITTEN, [tenant, tenant, JSON.stringify({ publicId: publicId(i) })])) as { rows: { key: string }[] };
       const a = (ours.accessPoint as { key: string }[]).map((e) => e.key).join(",");
       const b = theirs.rows.map((r) => r.key).join(",");
-      const tuned = (await db.knex.raw(HAND_TUNED, [tenant, tenant, JSON.stringify({ publicId: publicId(i) })])) as { rows: { key: string }[] };
+      const tuned = (await db.knex.raw(HAND_TUNED, handTunedBindings(tenant, publicId(i)))) as { rows: { key: string }[] };
       const c = tuned.rows.map((r) => r.key).join(",");
       if (a !== b || a !== c || a === "") throw new Error(`results differ for ${publicId(i)}: ${a} vs ${b} vs ${c}`);
     }
@@ -63,10 +63,10 @@ async function main(): Promise<void> {
     // The tuned baseline runs as the service's queries do: join_collapse_limit = 1, its order kept.
     const tunedRun = (i: number) =>
       db.graph.presetTimeoutMs !== undefined
-        ? db.graph.knex.raw(HAND_TUNED, [tenant, tenant, JSON.stringify({ publicId: publicId(i) })])
+        ? db.graph.knex.raw(HAND_TUNED, handTunedBindings(tenant, publicId(i)))
         : db.knex.transaction(async (trx) => {
             await trx.raw("select set_config('join_collapse_limit', '1', true)");
-            return trx.raw(HAND_TUNED, [tenant, tenant, JSON.stringify({ publicId: publicId(i) })]);
+            return trx.raw(HAND_TUNED, handTunedBindings(tenant, publicId(i)));
           });
     const tunedTimes = await timeRuns(tunedRun, iterations);
     const oursTimes = await timeRuns((i) => executeQuery(db.graph, compiled, tenant, { tenantId: tenant, publicId: publicId(i) }, limits), iterations);

@@ -1,6 +1,10 @@
 import type { Knex } from "knex";
 
-/** The same walk as an expert orders it by hand: from the agreement's public id outward, run with join_collapse_limit = 1. */
+/**
+ * The same walk as an expert orders it by hand: from the agreement's public id outward (through
+ * the tenant-scoped attribute index, migration 006), run with join_collapse_limit = 1. Its
+ * bindings: {@link handTunedBindings}.
+ */
 export const HAND_TUNED = `
 select ap.id, ap.type, ap.key, ap.attributes
 from entities a
@@ -16,8 +20,13 @@ join links l5 on l5.tenant = a.tenant and l5.from_id = r.id and l5.relation = 'h
 join entities rel on rel.tenant = a.tenant and rel.id = l5.to_id and rel.type = 'AccessPointRelation'
 join links l6 on l6.tenant = a.tenant and l6.from_id = rel.id and l6.relation = 'accessPoint'
 join entities ap on ap.tenant = a.tenant and ap.id = l6.to_id and ap.type = 'AccessPoint'
-where a.tenant = ? and a.type = 'Agreement' and a.attributes @> ?::jsonb
+where a.tenant = ? and a.type = 'Agreement' and graph_scoped_attributes(a.tenant, a.type, a.attributes) @> graph_scoped_attributes(?::text, 'Agreement', ?::jsonb)
 order by ap.key`;
+
+/** The bindings of {@link HAND_TUNED} for an agreement's public id. */
+export function handTunedBindings(tenant: string, publicId: string): string[] {
+  return [tenant, tenant, tenant, JSON.stringify({ publicId })];
+}
 
 
 /** A tenant, an index set and per agreement: product, arrangement, two relations, two access points. */

@@ -162,6 +162,8 @@ export const migrations: Migration[] = [
       `create index entities_scoped_attributes on entities using gin (graph_scoped_attributes(tenant, type, attributes) jsonb_path_ops)`,
       // Its only user, the graph compiler, no longer reads attributes across tenants.
       `drop index entities_attributes`,
+      // Statistics on the new index's expression at once, for the plans made with the values.
+      `analyze entities`,
     ],
   },
 ];
