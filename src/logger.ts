@@ -26,9 +26,13 @@ export function createLogger(level: LogLevel, transports?: winston.transport[]):
     transports: transports ?? [new winston.transports.Console()],
   });
   for (const name of LEVELS) {
-    const write = logger[name].bind(logger);
-    // The level is read at each call: a logger whose level is changed later follows it.
-    logger[name] = ((...args: Parameters<winston.LeveledLogMethod>) => (logger.silent || !logger.isLevelEnabled(name) ? logger : write(...args))) as winston.LeveledLogMethod;
+    const write = logger[name];
+    // Called on the logger or on a child of it (`this`, which carries the child's fields); the
+    // level is read at each call, so a logger whose level is changed later follows it.
+    logger[name] = function (this: Logger | undefined, ...args: Parameters<winston.LeveledLogMethod>) {
+      const self = this ?? logger;
+      return self.silent || !self.isLevelEnabled(name) ? self : write.apply(self, args);
+    } as winston.LeveledLogMethod;
   }
   return logger;
 }

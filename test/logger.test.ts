@@ -4,8 +4,10 @@ import { createLogger } from "../src/logger.js";
 
 class Collect extends Transport {
   readonly lines: { level: string; message: string }[] = [];
+  readonly infos: Record<string, unknown>[] = [];
   override log(info: { level: string; message: string }, done: () => void): void {
     this.lines.push({ level: info.level, message: info.message });
+    this.infos.push(info);
     done();
   }
 }
@@ -47,6 +49,17 @@ describe("logger", () => {
     await settle();
     expect(reads).to.be.greaterThan(0);
     expect(out.lines.map((l) => l.message)).to.deep.equal(["written"]);
+  });
+
+  it("keeps a child logger's fields, and its level", async () => {
+    const out = new Collect();
+    const logger = createLogger("info", [out]);
+    const child = logger.child({ requestId: "r-1" });
+    child.info("from child", { extra: 1 });
+    child.debug("below the level");
+    await settle();
+    expect(out.infos).to.have.length(1);
+    expect(out.infos[0]).to.include({ message: "from child", requestId: "r-1", extra: 1 });
   });
 
   it("writes nothing at all when silent", async () => {
