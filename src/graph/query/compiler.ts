@@ -56,7 +56,9 @@ type Placed = PlannedEntity & { alias: string };
  * first is a subquery the planner may neither flatten (`offset 0`) nor move: a LATERAL one is the
  * inner side of a nested loop, probed by an index with the values of the rows before it. So the
  * plan is the compiler's walk on both backends, whatever the statistics say (the embedded
- * database often has none), and rows stream through it, so the row limit stops the walk.
+ * database often has none), and rows stream through it, so the row limit stops the walk. The
+ * exception is a step that depends on no row before it (a part of the pattern no link reaches):
+ * the planner may put either side of that join first.
  */
 export function emitSql(plan: JoinPlan): CompiledQuery {
   const entities = new Map<string, Placed>(plan.entities.map((e, i) => [e.name, { ...e, alias: `e${i}` }]));
