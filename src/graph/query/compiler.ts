@@ -205,8 +205,8 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
   });
   // The distinct entities and values of each label, each with the first match row it is in. One
   // aggregate over the match rows unpivoted (a VALUES list per row), not one per label: the
-  // statement is planned at every run, and seven GROUP BYs under a UNION ALL cost more to plan
-  // than the walk itself.
+  // embedded database plans the statement at every run (PostgreSQL's graph pool once per
+  // connection), and seven GROUP BYs under a UNION ALL cost more to plan than the walk itself.
   const distinct =
     `select v.label, v.id, v.value, min(m.rn) as first from m cross join lateral (values ${unpivot.join(", ")}) v(label, id, value) ` +
     `group by v.label, v.id, v.value`;
