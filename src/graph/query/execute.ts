@@ -80,13 +80,13 @@ export async function executeGuardedQuery(
   return outputOf(compiled, rows[0].label === null ? [] : (rows as OutputRow[]), limits);
 }
 
-/** The guard as the query's gate: the definition's row is still there, unchanged and active. */
-function guardGate(guard: DefinitionGuard): { gate: string; bindings: (tenant: string) => unknown[] } {
-  return {
-    gate: `exists (select 1 from ${guard.table} d where d.tenant = ? and d.external_id = ? and d.id = ? and d.updated_at = ?::timestamptz and d.active)`,
-    bindings: (tenant) => [tenant, guard.externalId, guard.id, guard.updatedAt],
-  };
-}
+/**
+ * The guard as the query's gate: the definition's row is still there, unchanged and active. One
+ * text for every guard (its table is always api_definitions), so the compiled query finds its
+ * gated statement without building the text at every request; the guard's values are bindings.
+ */
+const DEFINITION_GATE =
+  "exists (select 1 from api_definitions d where d.tenant = ? and d.external_id = ? and d.id = ? and d.updated_at = ?::timestamptz and d.active)";
 
 async function runStatement(
   session: GraphSession,
@@ -100,15 +100,14 @@ async function runStatement(
   const maxVisits = limits.maxVisits ?? limits.maxRows * VISITS_PER_MATCH_ROW;
   const statement = (budgeted: boolean, bindings: unknown[]) => {
     if (guard === undefined) return { sql: budgeted ? compiled.budgetedSql : compiled.sql, bindings: bindings as Knex.RawBinding[] };
-    const gate = guardGate(guard);
-    const gated = compiled.gated(gate.gate);
-    return { sql: budgeted ? gated.budgetedSql : gated.sql, bindings: [...gate.bindings(tenant), ...bindings] as Knex.RawBinding[] };
+    const gated = compiled.gated(DEFINITION_GATE);
+    return { sql: budgeted ? gated.budgetedSql : gated.sql, bindings: [tenant, guard.externalId, guard.id, guard.updatedAt, ...bindings] as Knex.RawBinding[] };
   };
   let rows: OutputRow[];
   try {
     if (session.presetTimeoutMs === limits.timeoutMs && session.workBudget !== true) {
-      // The pool's connections carry statement_timeout and join_collapse_limit: one round trip,
-      // of a statement prepared once per connection (planning a walk costs more than running it).
+      // The pool's connections carry statement_timeout and the planner settings
+      // (GRAPH_SESSION_SETTINGS): one round trip, of a statement prepared and planned once per connection.
       const run = statement(false, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
       rows = isPostgresKnex(session.knex)
         ? await runPrepared<OutputRow>(session.knex, run.sql, run.bindings)
