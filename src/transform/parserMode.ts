@@ -58,7 +58,7 @@ export class ParserMode {
     if (pending === "lambdaArgsClosed" && op === "<") return this.open({ kind: "signature", depth: 1 }, true);
     if ((pending === "lambdaArgsClosed" || pending === "signatureClosed") && op === "{") return this.open({ kind: "lambdaBody" }, true);
 
-    if (op !== undefined && op in CLOSES) return this.close(op, justOpened);
+    if (op !== undefined && op in CLOSES) return this.close(op, justOpened, this.operandExpected);
     // Read with advance('?'), advance('<') and advance('>'), not as the start of an expression.
     if (pending === "argumentStart" && op === "?") return this.set(false, true);
     if (pending === "sortTermStart" && (op === "<" || op === ">")) return this.set(true, true);
@@ -102,14 +102,20 @@ export class ParserMode {
     }
   }
 
-  private close(op: string, justOpened: Frame | undefined): void {
+  /**
+   * `asOperand`: the closer came where an operand was expected (`^()`, `^(a,)`): JSONata's
+   * expression() takes it as an operand's first token and reads the next one in infix position
+   * before it fails, so the closer's own prefix rule does not apply.
+   */
+  private close(op: string, justOpened: Frame | undefined, asOperand: boolean): void {
     const top = this.frames.at(-1);
     if (top === undefined || !(CLOSES[op]! as readonly string[]).includes(top.kind)) return this.set(false, false);
     this.frames.pop();
     const kind = top.kind as Opener;
     if (kind === "lambdaArgs") this.pending = "lambdaArgsClosed";
     const emptyFilter = kind === "filter" && top === justOpened;
-    this.set(false, emptyFilter || PREFIX_AFTER_CLOSE.includes(kind));
+    const prefixAfter = PREFIX_AFTER_CLOSE.includes(kind) && !(kind === "orderBy" && asOperand);
+    this.set(false, emptyFilter || prefixAfter);
   }
 
   /** Every token of a signature is read in prefix position, up to the `>` that balances its `<`. */

@@ -163,6 +163,10 @@ describe("transform lexer", () => {
       );
     });
 
+    it("after an order-by closed where a term was expected (a case the random sequences found)", () => {
+      for (const text of ["/a/^()a", "a^()/b/", "a^(b,)/c/"]) expect(lexerDisagreement(text), text).to.equal(undefined);
+    });
+
     it("on random sequences of tokens, valid or not", () => {
       fc.assert(
         fc.property(jsonataTokenSoup, (text) => {
