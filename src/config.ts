@@ -30,6 +30,12 @@ export interface Config {
   defaultTimeZone: string;
   /** Largest accepted request body in bytes. Default 10 MiB. */
   bodyLimitBytes: number;
+  /**
+   * Longest line of an NDJSON upload, and longest row (every field of it) of a CSV upload, in bytes
+   * (UPLOAD_LINE_LIMIT_BYTES): a longer one ends the upload with a `413` while it streams, before
+   * more of it is held. Streamed uploads have no total limit. Default 1 MiB.
+   */
+  uploadLineLimitBytes: number;
   /** Longest a graph query statement may run. Default 5000 ms. */
   queryTimeoutMs: number;
   /** Most rows a graph query may return. Default 10000. */
@@ -262,6 +268,7 @@ const envSchema = z.object({
     "DEFAULT_TIME_ZONE must be an IANA time zone such as Europe/Brussels",
   ),
   BODY_LIMIT_BYTES: integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024 * 1024).optional(),
+  UPLOAD_LINE_LIMIT_BYTES: integer("UPLOAD_LINE_LIMIT_BYTES", 1024, 256 * 1024 * 1024).optional(),
   QUERY_TIMEOUT_MS: integer("QUERY_TIMEOUT_MS", 1, 3_600_000).optional(),
   QUERY_MAX_ROWS: integer("QUERY_MAX_ROWS", 1, 10_000_000).optional(),
   TRANSFORM_TIMEOUT_MS: integer("TRANSFORM_TIMEOUT_MS", 1, 3_600_000).optional(),
@@ -379,6 +386,7 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     auth,
     defaultTimeZone: e.DEFAULT_TIME_ZONE ?? "Europe/Brussels",
     bodyLimitBytes: e.BODY_LIMIT_BYTES ?? 10 * 1024 * 1024,
+    uploadLineLimitBytes: e.UPLOAD_LINE_LIMIT_BYTES ?? 1024 * 1024,
     queryTimeoutMs: e.QUERY_TIMEOUT_MS ?? DEFAULT_QUERY_TIMEOUT_MS,
     queryMaxRows: e.QUERY_MAX_ROWS ?? 10_000,
     transformTimeoutMs: e.TRANSFORM_TIMEOUT_MS ?? 2000,

@@ -13,8 +13,79 @@ export function isUuid(value: unknown): value is string {
   return typeof value === "string" && UUID.test(value);
 }
 
-/** The longest `externalId` of an API or calculation definition, in the body and as a path parameter alike. */
+/** The longest `externalId` of an API or calculation definition, in the body and as a path parameter alike (ASCII: characters are bytes). */
 export const EXTERNAL_ID_MAX_LENGTH = 200;
+
+/**
+ * The longest text of each indexed column, in UTF-8 bytes (README "Input limits"). A PostgreSQL
+ * btree entry holds at most 2,704 bytes, and a composite key shares them: each limit below is sized
+ * so the longest key of its index, incompressible, fits with the 128-byte tenant, the 4-byte
+ * length word of every text and the 8-byte entry header, on both backends.
+ * - entities (tenant, type, key): 8 + 132 + 404 + 2,004 = 2,548 bytes;
+ * - links (tenant, from, relation, to) and its reverse: 8 + 132 + 16 + 404 + 16 = 576;
+ * - events (tenant, item, timestamp, sourceId): 8 + 132 + 16 + 8 + 2,004 = 2,168;
+ * - api and calculation definitions (tenant, externalId): ASCII, {@link EXTERNAL_ID_MAX_LENGTH}.
+ * Characters are not the measure: 1,000 CJK characters are 3,000 bytes.
+ */
+export const TEXT_MAX_BYTES = {
+  /** An entity's `type` and a link's `relation`. */
+  name: 400,
+  /** An entity's `key`. */
+  key: 2000,
+  /** An event's `sourceId`. */
+  sourceId: 2000,
+} as const;
+
+/** The length of a string in UTF-8 bytes (a lone surrogate counted as the three bytes of U+FFFD). */
+export function utf8Bytes(text: string): number {
+  return Buffer.byteLength(text, "utf8");
+}
+
+/** The message of a text longer than its byte limit. */
+export function tooManyBytes(limit: number, bytes: number): string {
+  return `is ${bytes} bytes in UTF-8, longer than the ${limit} bytes allowed`;
+}
+
+/**
+ * The deepest a JSON value may nest (objects and arrays), in a body, an upload row or a process
+ * variable. Far below what the service's own recursive code (JSON.stringify, the schema validator,
+ * JSONata) can take — some thousands of levels — and far above any real definition or event.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** The longest a path named in a depth problem is written: the middle is elided. */
+const MAX_PATH_TEXT = 300;
+
+/**
+ * Where `value` first nests deeper than {@link MAX_JSON_DEPTH} (the path of the container one level
+ * past it, under `base`), or undefined. Iterative, so any depth a parser let in is walked.
+ */
+export function depthFault(value: unknown, base: string): ProblemDetail | undefined {
+  const stack: { value: unknown; depth: number; path: () => string }[] = [{ value, depth: 0, path: () => base }];
+  while (stack.length > 0) {
+    const { value: v, depth, path } = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth >= MAX_JSON_DEPTH) {
+      let at = path();
+      if (at.length > MAX_PATH_TEXT) at = `${at.slice(0, MAX_PATH_TEXT / 2)}…${at.slice(-MAX_PATH_TEXT / 2)}`;
+      return { path: at, message: `nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays, the most a JSON value may` };
+    }
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) {
+        const child: unknown = v[i];
+        if (child !== null && typeof child === "object") stack.push({ value: child, depth: depth + 1, path: () => `${path()}[${i}]` });
+      }
+    } else {
+      const keys = Object.keys(v);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!;
+        const child = (v as Record<string, unknown>)[key];
+        if (child !== null && typeof child === "object") stack.push({ value: child, depth: depth + 1, path: () => memberPath(path(), key) });
+      }
+    }
+  }
+  return undefined;
+}
 export const EXTERNAL_ID_PATTERN = "^[A-Za-z0-9._:~-]+$";
 
 /**

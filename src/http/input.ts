@@ -1,5 +1,6 @@
 import type { Socket } from "node:net";
-import { Readable } from "node:stream";
+import { Readable, Transform } from "node:stream";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { FastifyError, FastifyRequest } from "fastify";
 import { callerProblem, ProblemError } from "../errors.js";
 import { inputFaults } from "../input.js";
@@ -35,6 +36,78 @@ export async function refuseForeignCharset(request: FastifyRequest): Promise<voi
     status: 415,
     errors: [{ path: "headers.content-type", message: `charset "${charset}" is not supported; only utf-8` }],
   });
+}
+
+/** The `Content-Encoding`s a body may be sent in, and the decoder of each. */
+const DECODERS: Record<string, () => Transform> = {
+  gzip: () => createGunzip(),
+  "x-gzip": () => createGunzip(),
+  deflate: () => createInflate(),
+  br: () => createBrotliDecompress(),
+};
+
+/** A decoded body, with the bytes received as sent (fastify compares them with `Content-Length`). */
+type DecodedBody = Transform & { receivedEncodedLength: number };
+
+/**
+ * preParsing: a body sent with `Content-Encoding` gzip, deflate or br (or several, in the order
+ * applied) is decoded as it streams in; `limit` then holds for the *decoded* bytes — a small body
+ * that inflates past it (a zip bomb) is a `413`, and decoding stops there. Bodies of the
+ * `streamed` types (NDJSON, CSV uploads) have no total limit, only their line limit. Any other
+ * encoding is a `415` naming `headers.content-encoding`; text that does not decode, a `400`.
+ */
+export function decodeContentEncoding(limit: number, streamed: ReadonlySet<string>) {
+  return async (request: FastifyRequest, _reply: unknown, payload: Readable): Promise<Readable | undefined> => {
+    const header = request.headers["content-encoding"];
+    if (header === undefined || request.headers["content-type"] === undefined) return undefined;
+    const codings = header.split(",").map((c) => c.trim().toLowerCase()).filter((c) => c !== "" && c !== "identity");
+    if (codings.length === 0) return undefined;
+    const unknown = codings.find((c) => DECODERS[c] === undefined);
+    if (unknown !== undefined) {
+      throw new ProblemError("INVALID_REQUEST", `the body's Content-Encoding "${unknown}" is not supported; send it as it is, or in gzip, deflate or br`, {
+        status: 415,
+        errors: [{ path: "headers.content-encoding", message: `"${unknown}" is not supported; only gzip, deflate and br` }],
+      });
+    }
+    const type = request.headers["content-type"].split(";")[0]!.trim().toLowerCase();
+    return decodedBody(payload, codings, streamed.has(type) ? Infinity : limit);
+  };
+}
+
+/** `payload` through the decoders of `codings`, last applied first decoded, cut off past `limit` decoded bytes. */
+function decodedBody(payload: Readable, codings: string[], limit: number): DecodedBody {
+  const decoders = codings.toReversed().map((c) => DECODERS[c]!());
+  let decodedBytes = 0;
+  const stop = (err: Error) => {
+    payload.unpipe(decoders[0]);
+    for (const d of decoders) d.destroy();
+    body.destroy(err);
+  };
+  const body = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      decodedBytes += chunk.length;
+      if (decodedBytes > limit) {
+        done();
+        stop(new ProblemError("INVALID_REQUEST", `the request body, decoded from its Content-Encoding, is larger than the limit of ${limit} bytes (BODY_LIMIT_BYTES)`, { status: 413 }));
+        return;
+      }
+      done(null, chunk);
+    },
+  }) as DecodedBody;
+  body.receivedEncodedLength = 0;
+  // Its reader (fastify's body parser, an upload's row reader) takes its error; a body nobody reads
+  // (a GET that carries one, a request refused before its body is read) must not crash the process.
+  body.on("error", () => undefined);
+  payload.on("data", (chunk: Buffer) => {
+    body.receivedEncodedLength += chunk.length;
+  });
+  for (const d of decoders) {
+    d.once("error", (err) => stop(new ProblemError("INVALID_REQUEST", `the body cannot be decoded as its Content-Encoding ${codings.join(", ")} says: ${err.message}`, { errors: [{ path: "headers.content-encoding", message: err.message }] })));
+  }
+  let last: Readable = payload;
+  for (const d of decoders) last = last.pipe(d);
+  last.pipe(body);
+  return body;
 }
 
 /**

@@ -10,12 +10,12 @@ import { readTenant } from "./request.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
 import { consoleRoutes } from "./routes/console.js";
-import { eventRoutes } from "./routes/events.js";
+import { eventRoutes, STREAMED_UPLOADS } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
 import { streamRoutes } from "./routes/streams.js";
 import { parseJsonBody } from "./json-body.js";
-import { clientErrorHandler, frameworkProblem, MAX_PARAM_LENGTH, refuseFaultyText, refuseForeignCharset } from "./input.js";
+import { clientErrorHandler, decodeContentEncoding, frameworkProblem, MAX_PARAM_LENGTH, refuseFaultyText, refuseForeignCharset } from "./input.js";
 import { Problem } from "./schemas.js";
 import type { Access, App, ServerDeps } from "./types.js";
 import { schemaCompiler } from "./validation.js";
@@ -73,6 +73,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
 
   // After the access checks, before anything reads the body as text or data (README "Input limits").
   app.addHook("preParsing", refuseForeignCharset);
+  app.addHook("preParsing", decodeContentEncoding(config.bodyLimitBytes, STREAMED_UPLOADS));
   app.addHook("preValidation", refuseFaultyText);
 
   app.addHook("onResponse", async (request, reply) => {
@@ -254,6 +255,8 @@ function drainThenClose(raw: FastifyRequest["raw"]): void {
   const timer = setTimeout(() => raw.socket.destroy(), DRAIN_MS);
   timer.unref();
   raw.once("end", () => clearTimeout(timer));
+  // A decoder it was piped into (Content-Encoding) would pause it again: the rest is read here alone.
+  raw.unpipe();
   raw.resume();
 }
 

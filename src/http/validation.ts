@@ -1,13 +1,25 @@
-import { Ajv, type ValidateFunction } from "ajv";
+import { _, Ajv, str, type ValidateFunction } from "ajv";
 import ajvFormats from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";
 
 // ajv-formats is CommonJS; its plugin is also exported as `default` of module.exports.
 const addFormats = ajvFormats.default;
 
+/** Node's byte count, as the generated validators call it (Buffer is a global of their scope too). */
+const utf8BytesCode = _`Buffer.byteLength`;
+
 function createAjv(coerceTypes: boolean | "array"): Ajv {
   const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: true, coerceTypes, strict: false });
   addFormats(ajv);
+  // The byte limits of indexed text (README "Input limits"): `maxLength` counts characters, an
+  // index counts UTF-8 bytes. An extension keyword, so the OpenAPI description carries it too.
+  ajv.addKeyword({
+    keyword: "x-maxBytes",
+    type: "string",
+    schemaType: "number",
+    code: (cxt) => cxt.fail(_`${utf8BytesCode}(${cxt.data}) > ${cxt.schema as number}`),
+    error: { message: ({ schema }) => str`must be at most ${schema as number} bytes in UTF-8`, params: ({ schema }) => _`{limit: ${schema as number}}` },
+  });
   return ajv;
 }
 

@@ -1,5 +1,5 @@
 import { DateTime } from "luxon";
-import { INSTANT_RANGE_TEXT, inputFaults, inputSound, instantInRange, isUuid, MAX_INSTANT_MS, MIN_INSTANT_MS } from "../input.js";
+import { depthFault, INSTANT_RANGE_TEXT, inputFaults, inputSound, instantInRange, isUuid, MAX_INSTANT_MS, MIN_INSTANT_MS, TEXT_MAX_BYTES, tooManyBytes, utf8Bytes } from "../input.js";
 import { civilFromDays } from "./calendar.js";
 import { UnreadableRow } from "./upload.js";
 
@@ -147,8 +147,9 @@ function outOfRange(field: string, value: unknown): ParsedEvent {
 export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, numericStrings = false): ParsedEvent {
   if (raw instanceof UnreadableRow) return { ok: false, field: "", message: raw.message };
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return { ok: false, field: "", message: "an event must be an object" };
-  // A streamed row is checked here as a JSON body is at the edge: its text and its keys.
-  const fault = inputSound(raw) ? undefined : inputFaults(raw, "")[0];
+  // A streamed row is checked here as a JSON body is at the edge: its text, its keys and its depth
+  // (a row inputSound passes nests less than 8 levels).
+  const fault = inputSound(raw) ? undefined : (inputFaults(raw, "")[0] ?? depthFault(raw, ""));
   if (fault !== undefined) return { ok: false, field: fault.path ?? "", message: fault.message };
   const e = raw as Record<string, unknown>;
   const itemId = itemIdFromPath ?? e.itemId;
@@ -160,6 +161,11 @@ export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, num
   if (numericStrings && typeof value === "string" && value.trim() !== "") value = Number(value);
   if (typeof value !== "number" || !Number.isFinite(value)) return { ok: false, field: "value", message: `value ${JSON.stringify(e.value)} is not a finite number` };
   if (e.sourceId !== undefined && e.sourceId !== null && typeof e.sourceId !== "string") return { ok: false, field: "sourceId", message: "sourceId must be text" };
+  // Part of the events' primary key: bounded in bytes by its index (README "Input limits").
+  if (typeof e.sourceId === "string" && e.sourceId.length > TEXT_MAX_BYTES.sourceId / 3) {
+    const bytes = utf8Bytes(e.sourceId);
+    if (bytes > TEXT_MAX_BYTES.sourceId) return { ok: false, field: "sourceId", message: `sourceId ${tooManyBytes(TEXT_MAX_BYTES.sourceId, bytes)}` };
+  }
   let tags: string[] | null = null;
   if (e.tags !== undefined && e.tags !== null) {
     if (!Array.isArray(e.tags) || !e.tags.every((t) => typeof t === "string")) return { ok: false, field: "tags", message: "tags must be an array of text" };

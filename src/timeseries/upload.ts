@@ -1,6 +1,6 @@
-import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { CsvError, parse } from "csv-parse";
+import { ProblemError } from "../errors.js";
 import { parseJson } from "../json.js";
 
 /** A row of an upload that could not even be read (bad JSON, a CSV line of the wrong width). */
@@ -8,9 +8,69 @@ export class UnreadableRow {
   constructor(readonly message: string) {}
 }
 
-/** NDJSON: one JSON event per line, read as the upload streams in; blank lines are skipped. */
-export async function* ndjsonRows(stream: Readable): AsyncGenerator<unknown> {
-  for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
+/**
+ * A line (NDJSON) or row (CSV) longer than the limit: the upload ends there, `413`, before more of
+ * the line is held (README "Input limits").
+ */
+export function lineTooLong(line: number | undefined, limit: number, what: "line" | "row"): ProblemError {
+  const message = `${what}${line === undefined ? "" : ` ${line}`} of the upload is longer than ${limit} bytes, the most UPLOAD_LINE_LIMIT_BYTES allows`;
+  return new ProblemError("INVALID_REQUEST", `${message}; nothing was stored`, {
+    status: 413,
+    errors: [{ path: "body", ...(line === undefined ? {} : { line }), message }],
+  });
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * The lines of a stream, split at line feeds (a carriage return ends a line too, as for readline),
+ * each at most `limit` bytes: the bytes of a line are held only up to the limit, so one endless line
+ * costs no more memory than that. The stream is not destroyed when reading stops early: the caller
+ * answers, then reads the rest away.
+ */
+async function* boundedLines(stream: Readable, limit: number): AsyncGenerator<string> {
+  let pieces: Buffer[] = [];
+  let held = 0;
+  let line = 1;
+  const take = () => {
+    const text = pieces.length === 1 ? pieces[0]!.toString("utf8") : Buffer.concat(pieces, held).toString("utf8");
+    pieces = [];
+    held = 0;
+    return text.includes("\r") ? text.split("\r") : [text];
+  };
+  for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer | string>) {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
+    let start = 0;
+    for (;;) {
+      const end = bytes.indexOf(LF, start);
+      const stop = end === -1 ? bytes.length : end;
+      held += stop - start;
+      // A line's ending (CR LF) is not part of it: one byte more is held until its LF is seen.
+      if (held > limit + 1 || (end !== -1 && held - (endsWithCr(bytes, stop, pieces) ? 1 : 0) > limit)) throw lineTooLong(line, limit, "line");
+      if (stop > start) pieces.push(bytes.subarray(start, stop));
+      if (end === -1) break;
+      yield* take();
+      line++;
+      start = end + 1;
+    }
+  }
+  if (held > 0) yield* take();
+}
+
+/** Whether the line ending at `stop` of `bytes` (its start perhaps in `pieces`) ends with a CR. */
+function endsWithCr(bytes: Buffer, stop: number, pieces: Buffer[]): boolean {
+  if (stop > 0) return bytes[stop - 1] === CR;
+  const last = pieces.at(-1);
+  return last !== undefined && last[last.length - 1] === CR;
+}
+
+/**
+ * NDJSON: one JSON event per line, read as the upload streams in; blank lines are skipped. A line
+ * longer than `maxLineBytes` ends the upload with a `413` (see {@link lineTooLong}).
+ */
+export async function* ndjsonRows(stream: Readable, maxLineBytes: number): AsyncGenerator<unknown> {
+  for await (const line of boundedLines(stream, maxLineBytes)) {
     if (line.trim() === "") continue;
     try {
       yield parseJson(line);
@@ -24,13 +84,19 @@ const CSV_COLUMNS = new Set(["timestamp", "value", "sourceId", "itemId", "tags",
 
 /**
  * CSV with a header line naming its columns: `timestamp`, `value`, and optionally `sourceId`,
- * `itemId`, `tags` (separated by `|`), `entry`, `exit`, `from`, `to`. Empty cells are absent.
+ * `itemId`, `tags` (separated by `|`), `entry`, `exit`, `from`, `to`, each once. Empty cells are
+ * absent. A row longer than `maxRowBytes` ends the upload with a `413` (see {@link lineTooLong}).
  */
-export async function* csvRows(stream: Readable): AsyncGenerator<unknown> {
+export async function* csvRows(stream: Readable, maxRowBytes: number): AsyncGenerator<unknown> {
   // RFC 4180: quoted fields may hold commas, quotes (doubled) and line breaks. Rows of another
   // width than the header are reported one by one; text that cannot be read as CSV at all (a
   // quote left open, a quote inside an unquoted field) ends the upload there, named by its line.
-  const parser = stream.pipe(parse({ bom: true, relax_column_count: true, skip_empty_lines: true, info: true }));
+  // max_record_size bounds what the parser holds of one row (its fields so far and the one read).
+  if (stream.errored !== null) throw stream.errored;
+  const parser = stream.pipe(parse({ bom: true, relax_column_count: true, skip_empty_lines: true, info: true, max_record_size: maxRowBytes }));
+  // pipe does not pass on the source's errors (a body that cannot be decoded): the parser ends with them.
+  const failed = (err: Error) => parser.destroy(err);
+  stream.once("error", failed);
   let header: string[] | undefined;
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
@@ -40,6 +106,11 @@ export async function* csvRows(stream: Readable): AsyncGenerator<unknown> {
         const unknown = header.filter((h) => !CSV_COLUMNS.has(h));
         if (unknown.length > 0 || !header.includes("timestamp") || !header.includes("value")) {
           yield new UnreadableRow(`the CSV header must name timestamp and value, and only columns of ${[...CSV_COLUMNS].join(", ")}; found ${header.join(",")}`);
+          return;
+        }
+        const twice = header.find((h, k) => header!.indexOf(h) !== k);
+        if (twice !== undefined) {
+          yield new UnreadableRow(`the CSV header names the column ${twice} more than once; each column may appear once: ${header.join(",")}`);
           return;
         }
         continue;
@@ -58,8 +129,10 @@ export async function* csvRows(stream: Readable): AsyncGenerator<unknown> {
     }
   } catch (err) {
     if (!(err instanceof CsvError)) throw err;
+    if (err.code === "CSV_MAX_RECORD_SIZE") throw lineTooLong(typeof err.lines === "number" ? err.lines : undefined, maxRowBytes, "row");
     yield new UnreadableRow(`the CSV cannot be read from line ${err.lines ?? "?"} on: ${err.message}`);
   } finally {
+    stream.off("error", failed);
     stream.unpipe(parser);
     parser.destroy();
   }

@@ -13,12 +13,14 @@ import { Bucket, DateRangeBody, QueryOptionsBody, Uuid } from "../schemas.js";
 
 const NDJSON = "application/x-ndjson";
 const CSV = "text/csv";
+/** The upload types read as streams, without a total size limit (their lines are bounded). */
+export const STREAMED_UPLOADS: ReadonlySet<string> = new Set([NDJSON, CSV]);
 
 /** Where an upload's rows come from: the parsed JSON body, or the request stream for NDJSON and CSV. */
-function uploadRows(contentType: string | undefined, body: unknown): { rows: AsyncIterable<unknown> | Iterable<unknown>; numericStrings: boolean } {
+function uploadRows(contentType: string | undefined, body: unknown, maxLineBytes: number): { rows: AsyncIterable<unknown> | Iterable<unknown>; numericStrings: boolean } {
   const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type === NDJSON) return { rows: ndjsonRows(body as Readable), numericStrings: false };
-  if (type === CSV) return { rows: csvRows(body as Readable), numericStrings: true };
+  if (type === NDJSON) return { rows: ndjsonRows(body as Readable, maxLineBytes), numericStrings: false };
+  if (type === CSV) return { rows: csvRows(body as Readable, maxLineBytes), numericStrings: true };
   const events = (body as { events?: unknown } | null)?.events;
   if (!Array.isArray(events)) throw new ProblemError("INVALID_REQUEST", 'the body must be { "events": [ … ] }, or NDJSON or CSV lines', { errors: [{ path: "body.events", message: "must be an array" }] });
   return { rows: events, numericStrings: false };
@@ -43,7 +45,7 @@ async function* exportLines(events: AsyncIterable<EventJson>, format: "ndjson" |
   for await (const event of events) yield format === "csv" ? csvLine(event) : `${JSON.stringify(event)}\n`;
 }
 
-export function eventRoutes(app: App, { services }: ServerDeps): void {
+export function eventRoutes(app: App, { services, config }: ServerDeps): void {
   // NDJSON and CSV uploads are read as streams, batch by batch, not buffered whole.
   app.addContentTypeParser([NDJSON, CSV], (_request, payload, done) => done(null, payload));
   const admin = { access: "admin" as const };
@@ -92,7 +94,7 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
       },
     },
     async (request) => {
-      const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
+      const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body, config.uploadLineLimitBytes);
       const result = await services.timeSeries.ingest(requireTenant(request), rows, { itemId: request.params.itemId.toLowerCase(), partial: request.query.partial, numericStrings });
       return request.query.partial ? { ...storedAnswer(result), rejected: result.rejected, rejectedTotal: result.rejectedTotal } : storedAnswer(result);
     },
@@ -105,7 +107,7 @@ export function eventRoutes(app: App, { services }: ServerDeps): void {
       schema: { operationId: "ingestEvents", summary: "Ingest events of many items; each event names its itemId", description: uploadDescription, tags, querystring: Partial, body: UploadBody, response: { 200: Stored } },
     },
     async (request) => {
-      const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body);
+      const { rows, numericStrings } = uploadRows(request.headers["content-type"], request.body, config.uploadLineLimitBytes);
       const result = await services.timeSeries.ingest(requireTenant(request), rows, { partial: request.query.partial, numericStrings });
       return request.query.partial ? { ...storedAnswer(result), rejected: result.rejected, rejectedTotal: result.rejectedTotal } : storedAnswer(result);
     },

@@ -1,17 +1,20 @@
 import { Type } from "typebox";
 import type { App, ServerDeps } from "../types.js";
 import { requireTenant } from "../request.js";
+import { TEXT_MAX_BYTES } from "../../input.js";
 import { NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
 
 const MAX_BATCH = 10_000;
-const Name = Type.String({ minLength: 1, maxLength: 200 });
+/** An entity's type or a link's relation; the key of an entity: bounded in bytes by their indexes (README "Input limits"). */
+const Name = Type.String({ minLength: 1, "x-maxBytes": TEXT_MAX_BYTES.name });
+const Key = Type.String({ minLength: 1, "x-maxBytes": TEXT_MAX_BYTES.key });
 const Entity = Type.Object(
   { id: Uuid, type: Type.String(), key: Type.String() },
   { additionalProperties: true, description: "id, type, key and the attributes flattened beside them" },
 );
 const EntityRef = Type.Union([
   Type.Object({ id: Uuid }, { additionalProperties: false }),
-  Type.Object({ type: Name, key: Type.String({ minLength: 1, maxLength: 1000 }) }, { additionalProperties: false }),
+  Type.Object({ type: Name, key: Key }, { additionalProperties: false }),
 ]);
 const Handle = Type.Object({ id: Uuid, type: Type.String(), key: Type.String() });
 
@@ -31,7 +34,7 @@ export function graphRoutes(app: App, { services }: ServerDeps): void {
               Type.Object(
                 {
                   type: Name,
-                  key: Type.String({ minLength: 1, maxLength: 1000 }),
+                  key: Key,
                   attributes: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
                   id: Type.Optional(Uuid),
                 },
