@@ -91,9 +91,10 @@ export async function* csvRows(stream: Readable, maxRowBytes: number): AsyncGene
   // RFC 4180: quoted fields may hold commas, quotes (doubled) and line breaks. Rows of another
   // width than the header are reported one by one; text that cannot be read as CSV at all (a
   // quote left open, a quote inside an unquoted field) ends the upload there, named by its line.
-  // max_record_size bounds what the parser holds of one row (its fields so far and the one read).
+  // max_record_size bounds what the parser holds of one row: its fields so far and the bytes of the
+  // one being read. It is checked before a byte is added, so one less lets exactly maxRowBytes in.
   if (stream.errored !== null) throw stream.errored;
-  const parser = stream.pipe(parse({ bom: true, relax_column_count: true, skip_empty_lines: true, info: true, max_record_size: maxRowBytes }));
+  const parser = stream.pipe(parse({ bom: true, relax_column_count: true, skip_empty_lines: true, info: true, max_record_size: maxRowBytes - 1 }));
   // pipe does not pass on the source's errors (a body that cannot be decoded): the parser ends with them.
   const failed = (err: Error) => parser.destroy(err);
   stream.once("error", failed);

@@ -8,7 +8,19 @@ import { INTERVALS } from "../../src/timeseries/buckets.js";
 import { PERIODS } from "../../src/timeseries/periods.js";
 import { METRICS } from "../../src/timeseries/query.js";
 import { describeEachBackend, randomTenant } from "../support/backends.js";
-import { anyValue, arbitraryOf, hostileDates, hostileNumbers, hostileString, hostileStrings, type Hints, type JsonSchema } from "../support/schemaArbitrary.js";
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
+import {
+  anyValue,
+  arbitraryOf,
+  hostileDates,
+  hostileNumbers,
+  hostileString,
+  hostileStrings,
+  jsonText,
+  sizedText,
+  type Hints,
+  type JsonSchema,
+} from "../support/schemaArbitrary.js";
 import { adminServer, type TestServer } from "../support/server.js";
 import { hsToken, TEST_JWT_SECRET, unsignedToken } from "../support/tokens.js";
 
@@ -19,6 +31,13 @@ import { hsToken, TEST_JWT_SECRET, unsignedToken } from "../support/tokens.js";
  * a status the description documents for that operation, never a 5xx, problem+json on every error,
  * a 2xx body that matches its documented schema, and no row of another tenant. The server must
  * answer /health after every batch.
+ *
+ * Issue 24 widened it: text sized in UTF-8 bytes on either side of every limit (wide characters),
+ * JSON nested up to 20,000 levels anywhere a value goes, and uploads (test/http/fuzz.test.ts
+ * `uploadAttacks`) whose answer the contract fixes: lines and CSV fields past
+ * UPLOAD_LINE_LIMIT_BYTES (413), CSV headers naming a column twice (400), bodies in a
+ * Content-Encoding (answered as the same body sent plain), an unknown encoding (415), one that
+ * does not decode (400), a zip bomb (413).
  *
  * FUZZ_CASES (per backend, default 10,000) and FUZZ_SEED (printed on every run) reproduce a run.
  */
@@ -54,7 +73,11 @@ interface Case {
   method: string;
   url: string;
   headers: Record<string, string>;
-  payload?: string;
+  payload?: string | Buffer;
+  /** The statuses the contract allows for this very request, and why (uploads of issue 24). */
+  expected?: { statuses: number[]; reason: string };
+  /** The same request sent plain (no Content-Encoding): the case must be answered as it is. */
+  twin?: { headers: Record<string, string>; payload: string };
 }
 
 /** What the second tenant holds: none of it may appear in any answer to the first. */
@@ -176,7 +199,8 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
     expect(routes.length).to.be.greaterThan(25);
 
     const tokens = await tokenChoices(tenantA);
-    const cases = caseArbitrary(routes, tokens, { tenantA, tenantB, a });
+    const lineLimit = (server.config as { uploadLineLimitBytes?: number }).uploadLineLimitBytes ?? DEFAULT_LINE_LIMIT;
+    const cases = caseArbitrary(routes, tokens, { tenantA, tenantB, a }, { line: lineLimit, body: server.config.bodyLimitBytes });
     const statuses = new Map<string, number>();
     const failures = new Map<string, { count: number; example: string }>();
     let count = 0;
@@ -187,10 +211,11 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
       for (const [index, c] of generated.entries()) {
         count++;
         const route = routes[c.route]!;
+        const twin = c.twin === undefined ? undefined : await server.app.inject({ method: c.method as "POST", url: c.url, headers: c.twin.headers, payload: c.twin.payload });
         const res = await server.app.inject({ method: c.method as "GET", url: c.url, headers: c.headers, ...(c.payload === undefined ? {} : { payload: c.payload }) });
         const tally = `${route.op.operationId} ${res.statusCode}`;
         statuses.set(tally, (statuses.get(tally) ?? 0) + 1);
-        const problem = check(route, res, secrets);
+        const problem = check(route, res, secrets) ?? checkExpected(c, res, twin);
         // The control: answers do carry the first tenant's rows, so the absence of the second's means something.
         if (res.statusCode < 300 && a.values.some((v) => res.body.includes(v))) ownRows++;
         if (problem !== undefined) {
@@ -202,7 +227,8 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
             // For a 5xx, what the server logged about it (the error and where it was thrown).
             const logged = res.statusCode >= 500 ? server.logs.entries.filter((e) => e.message === "request failed").at(-1) : undefined;
             const cause = logged === undefined ? "" : `\n    logged ${String(logged.error)} ${String(logged.stack ?? "").split("\n").slice(1, 4).join(" ").slice(0, 400)}`;
-            const example = `batch ${batch} case ${index}: ${c.method} ${c.url.slice(0, 200)}\n    headers ${JSON.stringify(c.headers).slice(0, 200)}\n    body ${c.payload?.slice(0, 600) ?? "(none)"}\n    answer ${res.body.slice(0, 300)}${cause}`;
+            const body = typeof c.payload === "string" ? c.payload.slice(0, 600) : c.payload === undefined ? "(none)" : `${c.payload.length} bytes encoded of: ${c.twin?.payload.slice(0, 300) ?? "(a zip bomb)"}`;
+            const example = `batch ${batch} case ${index}: ${c.method} ${c.url.slice(0, 200)}\n    headers ${JSON.stringify(c.headers).slice(0, 200)}\n    body ${body}\n    answer ${res.body.slice(0, 300)}${cause}`;
             failures.set(kind, { count: 1, example });
           }
         }
@@ -224,6 +250,15 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
     expect([...byRoute.keys()]).to.have.members(routes.map((r) => r.op.operationId));
   });
 });
+
+/** For a case whose answer the contract fixes: undefined when it is that answer, else what is wrong. */
+function checkExpected(c: Case, res: { statusCode: number; body: string }, twin: { statusCode: number; body: string } | undefined): string | undefined {
+  if (c.expected !== undefined && !c.expected.statuses.includes(res.statusCode)) return `${c.expected.reason}: expected ${c.expected.statuses.join(" or ")}`;
+  if (twin !== undefined && (twin.statusCode !== res.statusCode || twin.body !== res.body)) {
+    return `answered otherwise than the same body sent plain (${twin.statusCode} ${twin.body.slice(0, 100)})`;
+  }
+  return undefined;
+}
 
 /** Undefined when the answer is what the description promises, else what is wrong with it. */
 function check(route: Route, res: { statusCode: number; headers: Record<string, unknown>; body: string }, secrets: Secrets): string | undefined {
@@ -322,13 +357,152 @@ interface Known {
   a: { key: string; agreement: string; item: string; api: string; calculation: string };
 }
 
-function caseArbitrary(routes: Route[], tokens: Token[], known: Known): fc.Arbitrary<Case> {
+function caseArbitrary(routes: Route[], tokens: Token[], known: Known, limits: Limits): fc.Arbitrary<Case> {
   return fc.oneof(
-    { weight: 3, arbitrary: casesOf(routes, tokens, known, true) },
+    { weight: 12, arbitrary: casesOf(routes, tokens, known, true) },
     // Well-formed requests of a good token, with values of the right shape: these reach past validation
     // into every route's own checks, the database and the evaluators.
-    { weight: 1, arbitrary: casesOf(routes, [tokens[0]!], known, false) },
+    { weight: 4, arbitrary: casesOf(routes, [tokens[0]!], known, false) },
+    // Uploads whose answer the contract fixes, with a good token of the first tenant.
+    { weight: 1, arbitrary: uploadAttacks(routes, tokens[0]!.header!, known, limits) },
   );
+}
+
+/** The limits the uploads are measured against: UPLOAD_LINE_LIMIT_BYTES and BODY_LIMIT_BYTES. */
+interface Limits {
+  line: number;
+  body: number;
+}
+/** UPLOAD_LINE_LIMIT_BYTES by default, the contract's figure, for a server that does not say. */
+const DEFAULT_LINE_LIMIT = 1024 * 1024;
+
+const ENCODERS: Record<string, (data: Buffer) => Buffer> = {
+  gzip: (d) => gzipSync(d),
+  "x-gzip": (d) => gzipSync(d),
+  deflate: (d) => deflateSync(d),
+  br: (d) => brotliCompressSync(d),
+  GZIP: (d) => gzipSync(d),
+  // Applied in order: gzip first, then br.
+  "gzip, br": (d) => brotliCompressSync(gzipSync(d)),
+  identity: (d) => d,
+};
+
+/** Built once: a gzip of a JSON body far past BODY_LIMIT_BYTES, and of an NDJSON line far past UPLOAD_LINE_LIMIT_BYTES. */
+const bombs = new Map<string, Buffer>();
+function bomb(kind: "json" | "ndjson", limits: Limits): Buffer {
+  let built = bombs.get(kind);
+  if (built === undefined) {
+    const size = (kind === "json" ? limits.body : limits.line) + 1024 * 1024;
+    built = gzipSync(kind === "json" ? `{"events":[],"x":"${" ".repeat(size)}"}` : `{"timestamp":"2024-01-01T00:00:00Z","value":1,"sourceId":"${"0".repeat(size)}"}\n`);
+    bombs.set(kind, built);
+  }
+  return built;
+}
+
+/**
+ * Uploads to the ingest routes, as the first tenant's admin, whose answer the contract fixes (issue 24
+ * items 6 and 8): a line or CSV row past UPLOAD_LINE_LIMIT_BYTES is a 413 (one of exactly the limit
+ * is read), a CSV header naming a column twice a 400, a body in gzip, deflate or br (or several)
+ * answered as the same body sent plain, an unknown encoding a 415, one that does not decode a 400, a
+ * zip bomb a 413.
+ */
+function uploadAttacks(routes: Route[], authorization: string, known: Known, limits: Limits): fc.Arbitrary<Case> {
+  const { a } = known;
+  const itemRoute = routes.findIndex((r) => r.op.operationId === "ingestItemEvents");
+  const manyRoute = routes.findIndex((r) => r.op.operationId === "ingestEvents");
+  const target = fc.constantFrom({ route: itemRoute, url: `/items/${a.item}/events` }, { route: manyRoute, url: "/events" });
+  const headers = (type: string, extra: Record<string, string> = {}) => ({ authorization, "x-tenant-id": known.tenantA, "content-type": type, ...extra });
+  const event = fc.record({
+    itemId: fc.constant(a.item),
+    timestamp: fc.date({ min: new Date("2024-01-01T00:00:00Z"), max: new Date("2024-01-02T00:00:00Z"), noInvalidDate: true }).map((d) => d.toISOString()),
+    value: fc.integer({ min: -1000, max: 1000 }),
+    sourceId: fc.oneof(fc.string({ maxLength: 8, unit: "grapheme-ascii" }), sizedText),
+  });
+  const events = fc.array(event, { minLength: 1, maxLength: 4 });
+  const csvCell = (text: string) => (/[",\r\n|]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
+  type Upload = { type: string; text: string };
+  const asNdjson = (list: { itemId: string; timestamp: string; value: number; sourceId: string }[]): Upload => ({ type: "application/x-ndjson", text: list.map((e) => JSON.stringify(e)).join("\n") });
+  const asCsv = (list: { itemId: string; timestamp: string; value: number; sourceId: string }[]): Upload => ({
+    type: "text/csv",
+    text: ["itemId,timestamp,value,sourceId", ...list.map((e) => [e.itemId, e.timestamp, e.value, csvCell(e.sourceId)].join(","))].join("\r\n"),
+  });
+  const asJson = (list: unknown[]): Upload => ({ type: "application/json", text: JSON.stringify({ events: list }) });
+  const upload = fc.oneof(events.map(asJson), events.map(asNdjson), events.map(asCsv));
+
+  // A line (NDJSON) or a CSV row (its fields) of exactly the limit, or past it by a byte, by one
+  // character of two or three bytes, or by megabytes; after a good line.
+  const plain = event.map((e) => ({ ...e, sourceId: "s" }));
+  const longLine = fc
+    .record({ target, first: plain, next: plain, over: fc.constantFrom(0, 1, 2, 3, 2 * 1024 * 1024), csv: fc.boolean(), wide: fc.boolean() })
+    .map(({ target, first, next, over, csv, wide }): Case => {
+      // The padding is the last field: a CSV row counts its fields' bytes, an NDJSON line all of it.
+      const head = csv ? `${next.itemId},${next.timestamp},${next.value},"` : `{"itemId":"${next.itemId}","timestamp":"${next.timestamp}","value":${next.value},"keyValues":{"pad":"`;
+      const tail = csv ? '"' : '"}}';
+      const padBytes = (csv ? limits.line - (head.length - 4) : limits.line - head.length - tail.length) + over;
+      // Wide: the last character is of three bytes, so the limit may fall inside it.
+      const pad = wide ? `${"x".repeat(padBytes - 3)}中` : "x".repeat(padBytes);
+      const text = csv
+        ? `itemId,timestamp,value,sourceId\n${first.itemId},${first.timestamp},${first.value},s\n${head}${pad}${tail}\n`
+        : `${JSON.stringify(first)}\n${head}${pad}${tail}\n`;
+      return {
+        route: target.route,
+        method: "POST",
+        // A CSV row of the limit has a sourceId past its 2,000 bytes: read, then refused as a row.
+        url: `${target.url}${csv ? "?partial=true" : ""}`,
+        headers: headers(csv ? "text/csv" : "application/x-ndjson"),
+        payload: text,
+        expected:
+          over > 0
+            ? { statuses: [413], reason: `a ${csv ? "CSV row" : "NDJSON line"} ${over} bytes past UPLOAD_LINE_LIMIT_BYTES must be a 413` }
+            : { statuses: [200], reason: `a ${csv ? "CSV row" : "NDJSON line"} of exactly UPLOAD_LINE_LIMIT_BYTES is read` },
+      };
+    });
+
+  // CSV headers that name a column twice, over rows that would be good under either reading.
+  const repeatedHeader = fc
+    .record({ target, list: events, header: fc.constantFrom("timestamp,value,value", "timestamp,timestamp,value", "itemId,timestamp,value,sourceId,sourceId", "value,itemId,timestamp,itemId", "\ufefftimestamp,value, value") })
+    .map(({ target, list, header }): Case => {
+      const cell = (e: (typeof list)[number], column: string) => String({ timestamp: e.timestamp, value: e.value, itemId: e.itemId, sourceId: "s" }[column.trim().replace("\ufeff", "")]);
+      const rows = list.map((e) => header.split(",").map((column) => cell(e, column)).join(","));
+      return {
+        route: target.route,
+        method: "POST",
+        url: target.url,
+        headers: headers("text/csv"),
+        payload: [header, ...rows].join("\n"),
+        expected: { statuses: [400], reason: `a CSV header naming a column twice (${header}) must be a 400` },
+      };
+    });
+
+  // A body in an encoding the service decodes: answered as the same body sent plain.
+  const encoded = fc.record({ target, body: upload, coding: fc.constantFrom(...Object.keys(ENCODERS)) }).map(({ target, body, coding }): Case => ({
+    route: target.route,
+    method: "POST",
+    url: target.url,
+    headers: headers(body.type, { "content-encoding": coding }),
+    payload: ENCODERS[coding]!(Buffer.from(body.text)),
+    twin: { headers: headers(body.type), payload: body.text },
+  }));
+
+  // An encoding it does not know, or a body that does not decode as its encoding says.
+  const refused = fc.record({ target, body: upload, coding: fc.constantFrom("compress", "zstd", "bogus", "gzip, compress", "br;q=1"), broken: fc.constantFrom("gzip", "deflate", "br", "gzip, br") }).chain(({ target, body, coding, broken }) =>
+    fc.constantFrom<Case>(
+      { route: target.route, method: "POST", url: target.url, headers: headers(body.type, { "content-encoding": coding }), payload: body.text, expected: { statuses: [415], reason: `Content-Encoding ${coding} must be a 415` } },
+      { route: target.route, method: "POST", url: target.url, headers: headers(body.type, { "content-encoding": broken }), payload: `not ${broken}: ${body.text}`, expected: { statuses: [400], reason: `a body that is not ${broken} must be a 400` } },
+    ),
+  );
+
+  // A few kilobytes that inflate past the limits.
+  const zipBomb = fc.record({ target, kind: fc.constantFrom<"json" | "ndjson">("json", "ndjson") }).map(({ target, kind }): Case => ({
+    route: target.route,
+    method: "POST",
+    url: target.url,
+    headers: headers(kind === "json" ? "application/json" : "application/x-ndjson", { "content-encoding": "gzip" }),
+    payload: bomb(kind, limits),
+    expected: { statuses: [413], reason: `a gzip ${kind} body that inflates past ${kind === "json" ? "BODY_LIMIT_BYTES" : "UPLOAD_LINE_LIMIT_BYTES"} must be a 413` },
+  }));
+
+  return fc.oneof({ weight: 2, arbitrary: longLine }, { weight: 2, arbitrary: repeatedHeader }, { weight: 4, arbitrary: encoded }, { weight: 2, arbitrary: refused }, { weight: 1, arbitrary: zipBomb });
 }
 
 function casesOf(routes: Route[], tokens: Token[], known: Known, hostile: boolean): fc.Arbitrary<Case> {
@@ -389,10 +563,10 @@ function bodyArbitrary(route: Route, schema: JsonSchema | undefined, options: { 
   const hostile = options.hostile > 0;
   const event = options.hints.events! as fc.Arbitrary<{ itemId?: unknown; timestamp: unknown; value: unknown }>;
   if (!hostile) {
-    const json = arbitraryOf(schema, options, "body").map((value) => ({ type: "application/json", text: JSON.stringify(value) }));
+    const json = arbitraryOf(schema, options, "body").map((value) => ({ type: "application/json", text: jsonText(value) ?? "null" }));
     if (route.op.requestBody?.content["application/x-ndjson"] === undefined) return json;
     const lines = fc.array(event, { minLength: 1, maxLength: 5 });
-    const ndjson = lines.map((l) => ({ type: "application/x-ndjson", text: l.map((e) => JSON.stringify(e)).join("\n") }));
+    const ndjson = lines.map((l) => ({ type: "application/x-ndjson", text: l.map((e) => jsonText(e)).join("\n") }));
     const csv = lines.map((l) => ({ type: "text/csv", text: ["itemId,timestamp,value", ...l.map((e) => [e.itemId, e.timestamp, e.value].join(","))].join("\n") }));
     return fc.oneof(json, ndjson, csv);
   }
@@ -400,7 +574,7 @@ function bodyArbitrary(route: Route, schema: JsonSchema | undefined, options: { 
   // open properties take them.
   const json = fc
     .oneof(arbitraryOf(schema, options, "body"), arbitraryOf(schema, { ...options, hostile: 0 }, "body"))
-    .map((value) => JSON.stringify(value) ?? "null");
+    .map((value) => jsonText(value) ?? "null");
   const jsonType = fc.oneof(
     { weight: 20, arbitrary: fc.constant("application/json") },
     { weight: 1, arbitrary: fc.constantFrom("application/json; charset=utf-8", "application/json; charset=utf-16", "application/json; charset=latin1", "text/plain", "application/x-www-form-urlencoded", "application/xml", "multipart/form-data; boundary=x") },
@@ -427,7 +601,7 @@ function bodyArbitrary(route: Route, schema: JsonSchema | undefined, options: { 
     { weight: 2, arbitrary: rawJson.map((text) => ({ type: "application/json", text })) },
   ];
   if (route.op.requestBody?.content["application/x-ndjson"] !== undefined) {
-    const lines = fc.array(fc.oneof({ weight: 5, arbitrary: event.map((e) => JSON.stringify(e)) }, { weight: 1, arbitrary: hostileString }), { maxLength: 5 });
+    const lines = fc.array(fc.oneof({ weight: 5, arbitrary: event.map((e) => jsonText(e)!) }, { weight: 1, arbitrary: hostileString }), { maxLength: 5 });
     choices.push({ weight: 5, arbitrary: lines.map((l) => ({ type: "application/x-ndjson", text: l.join("\n") })) });
     const cell = fc.oneof(fc.constantFrom(...hostileStrings.filter((s) => s.length < 100)), fc.constantFrom(...hostileDates.map(String)), fc.constantFrom(...hostileNumbers.map(String)), fc.string({ maxLength: 8 }));
     const header = fc.oneof(fc.constant("timestamp,value"), fc.constant("itemId,timestamp,value,sourceId"), fc.constant("timestamp,value,__proto__"), fc.constant(""), fc.constant("timestamp,timestamp"));
@@ -445,7 +619,8 @@ function domainHints(known: Known, hostile: boolean): Hints {
   const or = (good: fc.Arbitrary<unknown>, bad: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> => (hostile ? fc.oneof({ weight: 3, arbitrary: good }, { weight: 1, arbitrary: bad }) : good);
   const date = or(fc.date({ min: new Date("2023-12-30T00:00:00Z"), max: new Date("2024-01-03T00:00:00Z"), noInvalidDate: true }).map((d) => d.toISOString()), some(hostileDates));
   const number = or(fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }), some(hostileNumbers));
-  const plain = fc.string({ minLength: 1, maxLength: 12, unit: "grapheme-ascii" });
+  // Now and then sized in UTF-8 bytes at a limit (sourceIds, keys, types, relations).
+  const plain = fc.oneof({ weight: 8, arbitrary: fc.string({ minLength: 1, maxLength: 12, unit: "grapheme-ascii" }) }, { weight: 1, arbitrary: sizedText });
   const text: fc.Arbitrary<string> = hostile ? fc.oneof({ weight: 3, arbitrary: plain }, { weight: 1, arbitrary: hostileString }) : plain;
   const eventDateRange = fc.oneof(
     fc.record({ period: fc.constant("Custom range"), from: date, to: date, timeZone: or(some(["UTC", "Europe/Brussels", "America/New_York"]), text) }, { requiredKeys: ["period"] }),

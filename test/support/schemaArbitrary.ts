@@ -21,6 +21,8 @@ export interface JsonSchema {
   const?: unknown;
   minLength?: number;
   maxLength?: number;
+  /** Most UTF-8 bytes of a string (an extension keyword of the service's schemas). */
+  "x-maxBytes"?: number;
   pattern?: string;
   format?: string;
   minimum?: number;
@@ -127,6 +129,96 @@ export const hostileDates: unknown[] = [
 /** Object keys that have confused lookups on plain objects. */
 export const hostileKeys: string[] = ["__proto__", "constructor", "prototype", "toString", "valueOf", "hasOwnProperty", "", "\u0000", "\ud800", "a.b", "$", "?x", "x".repeat(5_000)];
 
+/** A small deterministic generator (mulberry32), so text drawn from a seed is the same on every run. */
+function seeded(seed: number): () => number {
+  let t = seed >>> 0;
+  return () => {
+    t = (t + 0x6d2b79f5) >>> 0;
+    let r = Math.imul(t ^ (t >>> 15), 1 | t);
+    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
+    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Code point ranges of characters of 1, 2, 3 and 4 UTF-8 bytes (letters, CJK, emoji: no surrogates, no NUL). */
+const WIDTHS: Record<1 | 2 | 3 | 4, [number, number]> = { 1: [0x21, 0x7e], 2: [0x0400, 0x04ff], 3: [0x4e00, 0x9fff], 4: [0x1f300, 0x1f5ff] };
+
+/**
+ * Text of exactly `bytes` UTF-8 bytes, in characters of `width` bytes (the rest in ASCII), drawn at
+ * random from `seed`: no compression shortens it, as a database's index would a repeated one.
+ */
+export function textOfBytes(bytes: number, width: 1 | 2 | 3 | 4, seed: number): string {
+  const random = seeded(seed);
+  const [from, to] = WIDTHS[width];
+  const pick = (lo: number, hi: number) => String.fromCodePoint(lo + Math.floor(random() * (hi - lo + 1)));
+  let text = "";
+  for (let i = 0; i < Math.floor(bytes / width); i++) text += pick(from, to);
+  for (let i = 0; i < bytes % width; i++) text += pick(0x61, 0x7a);
+  return text;
+}
+
+/** `count` characters of `width` UTF-8 bytes each. */
+export function textOfCharacters(count: number, width: 1 | 2 | 3 | 4, seed: number): string {
+  return textOfBytes(count * width, width, seed);
+}
+
+/**
+ * Byte sizes on either side of every limit text meets on its way to the database: the tenant
+ * (128), a name (200 characters, 400 bytes), a key or sourceId (1,000 characters, 2,000 bytes),
+ * a btree entry (2,704 bytes with its key's other columns), PostgreSQL's short text (126) and
+ * page-size boundaries.
+ */
+export const LIMIT_BYTES = [126, 127, 128, 129, 199, 200, 201, 399, 400, 401, 999, 1000, 1001, 1999, 2000, 2001, 2600, 2703, 2704, 2705, 3000, 4000, 8192];
+
+const width = fc.constantFrom<1 | 2 | 3 | 4>(1, 2, 3, 4);
+
+/** Text sized in UTF-8 bytes near a limit, in characters of one to four bytes. */
+export const sizedText: fc.Arbitrary<string> = fc
+  .tuple(fc.constantFrom(...LIMIT_BYTES), width, fc.integer())
+  .map(([bytes, w, seed]) => textOfBytes(bytes, w, seed));
+
+/**
+ * Text at a schema's own limits, in characters of one to four bytes: `maxLength` characters and
+ * `x-maxBytes` bytes, and one less; when `hostile`, one more too.
+ */
+function nearLimits(schema: JsonSchema, hostile: boolean): fc.Arbitrary<string> | undefined {
+  const sizes = (max: number) => fc.constantFrom(...[max - 1, max, ...(hostile ? [max + 1] : [])].filter((n) => n >= (schema.minLength ?? 0)));
+  const choices: fc.Arbitrary<string>[] = [];
+  const { maxLength, "x-maxBytes": maxBytes } = schema;
+  if (maxLength !== undefined) {
+    // Within a byte limit too, unless hostile.
+    const fits = (n: number, w: 1 | 2 | 3 | 4) => hostile || maxBytes === undefined || n * w <= maxBytes;
+    choices.push(fc.tuple(sizes(maxLength), width, fc.integer()).filter(([n, w]) => fits(n, w)).map(([n, w, seed]) => textOfCharacters(n, w, seed)));
+  }
+  if (maxBytes !== undefined) {
+    const fits = (n: number, w: 1 | 2 | 3 | 4) => hostile || maxLength === undefined || Math.floor(n / w) + (n % w) <= maxLength;
+    choices.push(fc.tuple(sizes(maxBytes), width, fc.integer()).filter(([n, w]) => fits(n, w)).map(([n, w, seed]) => textOfBytes(n, w, seed)));
+  }
+  return choices.length === 0 ? undefined : fc.oneof(...choices);
+}
+
+/**
+ * JSON nested deeper than any code that recurses can follow: written as a marker string (see
+ * {@link jsonText}), since JSON.stringify itself cannot write 20,000 levels.
+ */
+export const NESTING_DEPTHS = [63, 64, 65, 100, 1000, 5000, 10_000, 20_000];
+const NESTED = "\u2063nested:";
+
+export const deepValue: fc.Arbitrary<string> = fc.tuple(fc.constantFrom(...NESTING_DEPTHS), fc.constantFrom("array", "object")).map(([depth, kind]) => `${NESTED}${depth}:${kind}`);
+
+/**
+ * JSON.stringify, with every {@link deepValue} marker written as the nesting it stands for:
+ * `[[[…1…]]]` or `{"a":{"a":…1…}}`.
+ */
+export function jsonText(value: unknown): string | undefined {
+  const text = JSON.stringify(value);
+  if (text === undefined || !text.includes(NESTED)) return text;
+  return text.replace(/"\u2063nested:(\d+):(array|object)"/g, (_, depth: string, kind: string) => {
+    const n = Number(depth);
+    return kind === "array" ? `${"[".repeat(n)}1${"]".repeat(n)}` : `${'{"a":'.repeat(n)}1${"}".repeat(n)}`;
+  });
+}
+
 export const hostileString: fc.Arbitrary<string> = fc.constantFrom(...hostileStrings);
 export const hostileKey: fc.Arbitrary<string> = fc.constantFrom(...hostileKeys);
 
@@ -134,6 +226,8 @@ export const hostileKey: fc.Arbitrary<string> = fc.constantFrom(...hostileKeys);
 export const anyValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
   { weight: 2, arbitrary: hostileString },
+  { weight: 1, arbitrary: sizedText },
+  { weight: 1, arbitrary: deepValue },
   { weight: 1, arbitrary: fc.constantFrom(...hostileNumbers) },
   { weight: 1, arbitrary: fc.constantFrom(...hostileDates) },
   { weight: 1, arbitrary: fc.dictionary(hostileKey, fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }).map(ownKeys) },
@@ -207,7 +301,7 @@ function structural(schema: JsonSchema, options: Options, name: string): fc.Arbi
     case "number":
       return fc.double({ min: schema.minimum ?? -1e9, max: schema.maximum ?? 1e9, noNaN: true, noDefaultInfinity: true });
     case "string":
-      return stringArbitrary(schema);
+      return stringArbitrary(schema, options);
     case "array":
       return fc.array(arbitraryOf(schema.items ?? {}, options, name), { minLength: schema.minItems ?? 0, maxLength: Math.min(schema.maxItems ?? 4, 4) });
     case "object":
@@ -217,7 +311,7 @@ function structural(schema: JsonSchema, options: Options, name: string): fc.Arbi
   }
 }
 
-function stringArbitrary(schema: JsonSchema): fc.Arbitrary<string> {
+function stringArbitrary(schema: JsonSchema, options: Options): fc.Arbitrary<string> {
   const min = schema.minLength ?? 0;
   const max = Math.min(schema.maxLength ?? 40, 40);
   if (schema.format === "uuid") return fc.uuid();
@@ -228,7 +322,9 @@ function stringArbitrary(schema: JsonSchema): fc.Arbitrary<string> {
       .map((s) => s.slice(0, schema.maxLength ?? 200))
       .filter((s) => s.length >= min);
   }
-  return fc.string({ minLength: min, maxLength: Math.max(min, max), unit: "binary" });
+  const text = fc.string({ minLength: min, maxLength: Math.max(min, max), unit: "binary" });
+  const near = nearLimits(schema, options.hostile > 0);
+  return near === undefined ? text : fc.oneof({ weight: 3, arbitrary: text }, { weight: 1, arbitrary: near });
 }
 
 function objectArbitrary(schema: JsonSchema, options: Options): fc.Arbitrary<Record<string, unknown>> {
