@@ -192,7 +192,7 @@ function errorStatuses(route: { method: string | string[]; url: string }, access
     [404, "a row the request names does not exist in this tenant"],
   ];
   if (route.url.includes(":")) statuses.push([414, "a path parameter is longer than the longest a route takes"]);
-  if (hasBody) statuses.push([409, "a conflict with a stored row (a duplicate externalId, an inactive definition)"], [413, "the body is larger than BODY_LIMIT_BYTES"], [415, "the Content-Type is not accepted"], [422, "a transform or calculation failed"]);
+  if (hasBody) statuses.push([409, "a conflict with a stored row (a duplicate externalId, an inactive definition)"], [413, "the body (decoded) is larger than BODY_LIMIT_BYTES, or an upload's line larger than UPLOAD_LINE_LIMIT_BYTES"], [415, "the Content-Type, its charset or the Content-Encoding is not accepted"], [422, "a transform or calculation failed"]);
   statuses.push([503, "the database is not reachable, or the service is busy or shutting down"]);
   return statuses;
 }

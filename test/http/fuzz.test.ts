@@ -16,6 +16,7 @@ import {
   hostileNumbers,
   hostileString,
   hostileStrings,
+  deepValue,
   jsonText,
   sizedText,
   type Hints,
@@ -200,7 +201,9 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
 
     const tokens = await tokenChoices(tenantA);
     const lineLimit = (server.config as { uploadLineLimitBytes?: number }).uploadLineLimitBytes ?? DEFAULT_LINE_LIMIT;
-    const cases = caseArbitrary(routes, tokens, { tenantA, tenantB, a }, { line: lineLimit, body: server.config.bodyLimitBytes });
+    // The uploads whose answer is fixed go to an item of their own, which no other case names (and so deletes).
+    const uploads = (await call(operator, tenantA, "POST", "/graph/entities", { entities: [{ type: "Item", key: `uploads-${randomUUID()}` }] })) as { entities: { id: string }[] };
+    const cases = caseArbitrary(routes, tokens, { tenantA, tenantB, a, uploadItem: uploads.entities[0]!.id }, { line: lineLimit, body: server.config.bodyLimitBytes });
     const statuses = new Map<string, number>();
     const failures = new Map<string, { count: number; example: string }>();
     let count = 0;
@@ -354,6 +357,8 @@ function segment(value: unknown, raw: boolean): string {
 interface Known {
   tenantA: string;
   tenantB: string;
+  /** An item of the first tenant for the uploads of {@link uploadAttacks} only. */
+  uploadItem?: string;
   a: { key: string; agreement: string; item: string; api: string; calculation: string };
 }
 
@@ -407,13 +412,13 @@ function bomb(kind: "json" | "ndjson", limits: Limits): Buffer {
  * zip bomb a 413.
  */
 function uploadAttacks(routes: Route[], authorization: string, known: Known, limits: Limits): fc.Arbitrary<Case> {
-  const { a } = known;
+  const item = known.uploadItem!;
   const itemRoute = routes.findIndex((r) => r.op.operationId === "ingestItemEvents");
   const manyRoute = routes.findIndex((r) => r.op.operationId === "ingestEvents");
-  const target = fc.constantFrom({ route: itemRoute, url: `/items/${a.item}/events` }, { route: manyRoute, url: "/events" });
+  const target = fc.constantFrom({ route: itemRoute, url: `/items/${item}/events` }, { route: manyRoute, url: "/events" });
   const headers = (type: string, extra: Record<string, string> = {}) => ({ authorization, "x-tenant-id": known.tenantA, "content-type": type, ...extra });
   const event = fc.record({
-    itemId: fc.constant(a.item),
+    itemId: fc.constant(item),
     timestamp: fc.date({ min: new Date("2024-01-01T00:00:00Z"), max: new Date("2024-01-02T00:00:00Z"), noInvalidDate: true }).map((d) => d.toISOString()),
     value: fc.integer({ min: -1000, max: 1000 }),
     sourceId: fc.oneof(fc.string({ maxLength: 8, unit: "grapheme-ascii" }), sizedText),
@@ -458,9 +463,10 @@ function uploadAttacks(routes: Route[], authorization: string, known: Known, lim
       };
     });
 
-  // CSV headers that name a column twice, over rows that would be good under either reading.
+  // CSV headers that name a column twice, over rows that would be good under either reading (on
+  // either route: each row names its item).
   const repeatedHeader = fc
-    .record({ target, list: events, header: fc.constantFrom("timestamp,value,value", "timestamp,timestamp,value", "itemId,timestamp,value,sourceId,sourceId", "value,itemId,timestamp,itemId", "\ufefftimestamp,value, value") })
+    .record({ target, list: events, header: fc.constantFrom("itemId,timestamp,value,value", "itemId,timestamp,timestamp,value", "itemId,timestamp,value,sourceId,sourceId", "value,itemId,timestamp,itemId", "\ufeffitemId,timestamp,value, value") })
     .map(({ target, list, header }): Case => {
       const cell = (e: (typeof list)[number], column: string) => String({ timestamp: e.timestamp, value: e.value, itemId: e.itemId, sourceId: "s" }[column.trim().replace("\ufeff", "")]);
       const rows = list.map((e) => header.split(",").map((column) => cell(e, column)).join(","));
@@ -655,6 +661,7 @@ function domainHints(known: Known, hostile: boolean): Hints {
     },
     { requiredKeys: ["timestamp", "value"] },
   );
+  const deepOrText = fc.oneof({ weight: 2, arbitrary: text }, { weight: 1, arbitrary: deepValue });
   const expression = or(some(["a * 2", "x", "1 / 0", "sqrt(-1)", "a ? 1 : 2", "import('fs')", "x".repeat(3000), "(".repeat(500)]), text);
   const scopeEntry = fc.oneof(
     fc.record({ type: fc.constant("TIMESERIES"), timeseries: fc.record({ selectVariable: or(fc.constant("{{?cons}}"), text) }) }),
@@ -681,7 +688,9 @@ function domainHints(known: Known, hostile: boolean): Hints {
     data: fc.record(
       {
         calculation,
-        inputDefinitions: or(fc.array(fc.record({ name: text, type: or(some(["ITEM", "VALUE"]), text) }), { maxLength: 2 }), anyValue),
+        inputDefinitions: or(fc.array(fc.record({ name: text, type: or(some(["ITEM", "VALUE"]), text), label: deepOrText }, { requiredKeys: ["name"] }), { maxLength: 2 }), anyValue),
+        // Any open member may nest as deep as a client cares to send.
+        note: deepOrText,
         queryParameters: fc.array(fc.record({ name: text, type: or(some(["string", "number", "boolean"]), text) }), { maxLength: 2 }),
       },
       { requiredKeys: [] },

@@ -274,6 +274,16 @@ describeEachBackend("input limits: bytes of indexed text, JSON depth, upload lin
       expect(body.detail).to.match(/^row 2 of the upload is longer than 2048 bytes, the most UPLOAD_LINE_LIMIT_BYTES allows/);
       expect(await stored(id)).to.deep.equal([]);
     });
+
+    it("reads a CSV row whose fields are exactly the limit in bytes, and refuses one whose last character crosses it", async () => {
+      const id = await item();
+      // Fields: 20 + 1 bytes, then the tags padded to the rest (tags are not bounded but by the row).
+      const row = (padBytes: number, last: string) => `2024-01-01T00:00:00Z,1,"${"x".repeat(padBytes - Buffer.byteLength(last))}${last}"`;
+      const exact = await upload(id, `timestamp,value,tags\n${row(2048 - 21, "中")}\n`, "text/csv");
+      expect(exact.json()).to.deep.equal({ stored: 1 });
+      const over = expectProblem(await upload(id, `timestamp,value,tags\n${row(2049 - 21, "中")}\n`, "text/csv"), 413);
+      expect(over.errors![0]).to.include({ path: "body", line: 2 });
+    });
   });
 
   describe("a 50 MB line over a real socket (item 6)", () => {
