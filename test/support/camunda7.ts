@@ -17,7 +17,7 @@ export interface Camunda7Kind {
 /** Camunda 7.24 (the last Community Edition) and Operaton (its Apache-2.0 continuation). */
 export const CAMUNDA7_ENGINES: readonly Camunda7Kind[] = [
   { name: "Camunda 7.24", project: "camunda7" },
-  { name: "Operaton 1.0", project: "operaton" },
+  { name: "Operaton 1.0.3", project: "operaton" },
 ];
 
 /** Credentials for the engine REST API's HTTP basic authentication, which is off without them. */
@@ -26,14 +26,14 @@ export interface BasicAuth {
   readonly password: string;
 }
 
-/** Builds an engine project when its jar is missing or older than its sources; answers the jar. */
+/** Builds an engine project afresh (no class of a deleted source left) when its jar is missing or older than its sources; answers the jar. */
 function ensureJar(kind: Camunda7Kind): string {
   const project = join(ROOT, "test/engines", kind.project);
   const jar = join(project, `target/${kind.project}-engine.jar`);
   const java = join("src/main/java/local/engines", kind.project);
   const sources = ["pom.xml", "src/main/resources/application.yaml", ...readdirSync(join(project, java)).map((f) => join(java, f))].map((f) => statSync(join(project, f)).mtimeMs);
   if (existsSync(jar) && statSync(jar).mtimeMs > Math.max(...sources)) return jar;
-  const build = spawnSync("mvn", ["-B", "-q", "-Dstyle.color=never", "package", "-DskipTests"], { cwd: project, encoding: "utf8", timeout: 900_000 });
+  const build = spawnSync("mvn", ["-B", "-q", "-Dstyle.color=never", "clean", "package", "-DskipTests"], { cwd: project, encoding: "utf8", timeout: 900_000 });
   if (build.status !== 0) throw new Error(`building ${kind.name} failed:\n${build.stdout}\n${build.stderr}`);
   return jar;
 }
