@@ -6,6 +6,7 @@ import { apiRequest, calculateSeries } from "../../src/tasks/tasks.js";
 import { keepLocked } from "../../src/tasks/keep-locked.js";
 import { WorkerState } from "../../src/tasks/worker-state.js";
 import type { Services } from "../../src/services.js";
+import { engineAuthorization } from "./auth.js";
 
 /**
  * Subscribes to the two topics and runs each task through the task runner (src/tasks/runner.ts).
@@ -25,8 +26,10 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
   });
   const { workerId, inHandId } = runner;
   const { lockDurationMs, maxTasks } = settings;
+  const authorization = engineAuthorization(settings.auth);
   const client = new Client({
     baseUrl: settings.url,
+    interceptors: authorization.interceptors,
     workerId,
     maxTasks,
     // maxTasks bounds the tasks in hand, not only one fetch: a fetch asks for the free slots only.
@@ -83,14 +86,15 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
   subscribe(settings.topics.apiRequest, apiRequest);
   subscribe(settings.topics.calculateSeries, calculateSeries);
   client.start();
-  logger.info("camunda 7 worker started", { engine: "camunda7", workerId, baseUrl: settings.url });
+  logger.info("camunda 7 worker started", { engine: "camunda7", workerId, baseUrl: settings.url, auth: settings.auth.kind });
 
   return {
     engine: "camunda7",
     workerId,
     inHandId,
     async check() {
-      const res = await fetch(`${settings.url}/engine`, { signal: AbortSignal.timeout(2000) });
+      const header = await authorization.header();
+      const res = await fetch(`${settings.url.replace(/\/$/, "")}/engine`, { headers: header === undefined ? {} : { authorization: header }, signal: AbortSignal.timeout(2000) });
       if (!res.ok) throw new Error(`Camunda 7 answered ${res.status}`);
     },
     stop() {
