@@ -1,6 +1,6 @@
 import { BasicAuthInterceptor, type Interceptor } from "camunda-external-task-client-js";
 import type { Camunda7Auth, ClientCredentials } from "../../src/config.js";
-import { redactUrl } from "../../src/secrets.js";
+import { Redactor, redactUrl } from "../../src/secrets.js";
 
 /**
  * How the worker authenticates to the Camunda 7 REST API (CAMUNDA_AUTH): an interceptor of
@@ -104,7 +104,9 @@ export class ClientCredentialsToken {
     try {
       res = await fetch(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" }, body, signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS) });
     } catch (err) {
-      throw new Error(`the token endpoint ${where} could not be reached: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      // fetch quotes the URL it refused (one with userinfo, say): the message is redacted.
+      const reason = new Redactor([clientSecret.reveal()]).redact(err instanceof Error ? err.message : String(err));
+      throw new Error(`the token endpoint ${where} could not be reached: ${reason}`);
     }
     // The answer's body is not quoted: an endpoint may echo what it was sent.
     if (!res.ok) throw new Error(`the token endpoint ${where} answered ${res.status}`);
