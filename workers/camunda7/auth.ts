@@ -106,6 +106,8 @@ export class ClientCredentialsToken {
     } catch (err) {
       // fetch quotes the URL it refused (one with userinfo, say): the message is redacted.
       const reason = new Redactor([clientSecret.reveal()]).redact(err instanceof Error ? err.message : String(err));
+      // No cause attached: it quotes the URL in clear.
+      // eslint-disable-next-line preserve-caught-error
       throw new Error(`the token endpoint ${where} could not be reached: ${reason}`);
     }
     // The answer's body is not quoted: an endpoint may echo what it was sent.
