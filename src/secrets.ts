@@ -80,12 +80,17 @@ export function urlSecrets(url: string | undefined): string[] {
   return found;
 }
 
-/** Every secret value held by `value` (a configuration, at any depth): each {@link Secret}. */
+/**
+ * Every secret value held by `value` (a configuration, at any depth): each {@link Secret}, and
+ * beside a `username` the pair `username:password` a basic Authorization header encodes.
+ */
 export function secretsIn(value: unknown, seen = new Set<unknown>()): string[] {
   if (value instanceof Secret) return [value.reveal()];
   if (value === null || typeof value !== "object" || seen.has(value)) return [];
   seen.add(value);
-  return Object.values(value).flatMap((v) => secretsIn(v, seen));
+  const { username, password } = value as { username?: unknown; password?: unknown };
+  const pair = typeof username === "string" && password instanceof Secret ? [`${username}:${password.reveal()}`] : [];
+  return [...pair, ...Object.values(value).flatMap((v) => secretsIn(v, seen))];
 }
 
 /**
@@ -93,6 +98,16 @@ export function secretsIn(value: unknown, seen = new Set<unknown>()): string[] {
  * Neither part may hold `/`, `@`, a quote or a space, so a path is never taken for it.
  */
 const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/@:"'<>]*):([^\s/@"'<>]*)@/gi;
+
+/**
+ * The credentials of an Authorization header quoted in free text (an engine echoing the request it
+ * refused): `Bearer` or `Basic`, then 8 or more token characters with a capital, a digit or a sign
+ * among them, so prose ("Basic authentication") is left alone.
+ */
+const AUTHORIZATION = /\b(Bearer|Basic)(\s+)(?=[A-Za-z0-9._~+/-]*[A-Z0-9._~+/-])[A-Za-z0-9._~+/-]{8,}=*/g;
+
+/** A JSON Web Token in free text: three base64url parts, the first two JSON objects (`eyJ`). */
+const JWT = /\beyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g;
 
 /** Query parameters named like a credential in free text (`?password=…`, `&access_token=…`). */
 const QUERY_SECRET = /([?&])([A-Za-z_-]+)=([^&#\s"'<>]*)/g;
@@ -111,7 +126,9 @@ function escapeRegExp(text: string): string {
 
 /**
  * Rewrites text meant for a log line or a message so that it carries no credential: every known
- * secret in each of its forms, every URL's userinfo password and every credential query parameter.
+ * secret in each of its forms, every URL's userinfo password, every credential query parameter,
+ * the credentials of a quoted `Bearer …` or `Basic …` header and every JSON Web Token (tokens
+ * fetched at run time, which no setting names).
  * Secrets shorter than 4 characters are not searched for (they would blank unrelated text); they
  * are still never logged in clear through a {@link Secret}.
  */
@@ -128,6 +145,8 @@ export class Redactor {
   redact(text: string): string {
     let out = this.known === undefined ? text : text.replace(this.known, REDACTED);
     out = out.replace(USERINFO, (_all, scheme: string, user: string) => `${scheme}${user}:${REDACTED}@`);
+    out = out.replace(AUTHORIZATION, (_all, scheme: string, space: string) => `${scheme}${space}${REDACTED}`);
+    out = out.replace(JWT, REDACTED);
     return out.replace(QUERY_SECRET, (all, sep: string, name: string) => (isSecretParameter(name) ? `${sep}${name}=${REDACTED}` : all));
   }
 }
