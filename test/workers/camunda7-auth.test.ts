@@ -52,7 +52,7 @@ const TASK = { id: "task-1", topicName: "api-request", workerId: "w", variables:
  * A stand-in of the Camunda 7 REST API (the fetch-and-lock long poll, the reports, /engine) that
  * answers only a request carrying `expected` as its Authorization header, and 401 otherwise.
  */
-async function engineRequiring(expected: () => string) {
+async function engineRequiring(expected: () => string | undefined) {
   let handedOut = false;
   return recordingServer((req) => {
     if (req.authorization !== expected()) return { status: 401, body: { type: "AuthenticationException", message: "unauthorized" } };
@@ -92,13 +92,21 @@ describe("Camunda 7 worker authentication (CAMUNDA_AUTH), against an engine stan
   };
 
   /** Waits for the task's report, then checks every request the engine saw carried the header. */
-  const expectAuthenticated = async (engine: Awaited<ReturnType<typeof engineRequiring>>, header: string) => {
+  const expectAuthenticated = async (engine: Awaited<ReturnType<typeof engineRequiring>>, header: string | undefined) => {
     await waitUntil(() => engine.received.some((r) => r.path.includes(`/external-task/${TASK.id}/`)), "the task's report");
     const paths = engine.received.map((r) => r.path.replace(/^.*\/engine-rest/, ""));
     expect(paths).to.include("/external-task/fetchAndLock");
     expect(paths.some((p) => p.startsWith(`/external-task/${TASK.id}/`))).to.equal(true);
     expect([...new Set(engine.received.map((r) => r.authorization))]).to.deep.equal([header]);
   };
+
+  it("none (the default): no Authorization header", async () => {
+    const engine = await engineRequiring(() => undefined);
+    closers.push(engine.close);
+    const worker = startWorker({ CAMUNDA_URL: `${engine.url}/engine-rest` });
+    await expectAuthenticated(engine, undefined);
+    await worker.check();
+  });
 
   it("basic: the userinfo of CAMUNDA_URL is sent as an Authorization header on every request (the library's BasicAuthInterceptor), and the readiness check sends it too", async () => {
     const header = `Basic ${Buffer.from("demo:pa ss@1").toString("base64")}`;

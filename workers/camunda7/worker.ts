@@ -29,7 +29,8 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
   const authorization = engineAuthorization(settings.auth);
   const client = new Client({
     baseUrl: settings.url,
-    interceptors: authorization.interceptors,
+    // The client refuses an empty list.
+    ...(authorization.interceptors.length > 0 ? { interceptors: authorization.interceptors } : {}),
     workerId,
     maxTasks,
     // maxTasks bounds the tasks in hand, not only one fetch: a fetch asks for the free slots only.

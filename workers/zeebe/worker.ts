@@ -77,6 +77,8 @@ export function sdkConfiguration(options: ZeebeConnection): Record<string, strin
     ...(options.rootCertPath !== undefined ? { CAMUNDA_CUSTOM_ROOT_CERT_PATH: options.rootCertPath } : {}),
     ...(options.mtls !== undefined ? { CAMUNDA_CUSTOM_CERT_CHAIN_PATH: options.mtls.certChainPath, CAMUNDA_CUSTOM_PRIVATE_KEY_PATH: options.mtls.privateKeyPath } : {}),
     CAMUNDA_AUTH_STRATEGY: auth.strategy,
+    // Read from the environment, it would turn any strategy into NONE.
+    CAMUNDA_OAUTH_DISABLED: false,
     ...credentials,
     CAMUNDA_LOG_LEVEL: "none",
   };
