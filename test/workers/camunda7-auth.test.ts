@@ -171,6 +171,17 @@ describe("Camunda 7 worker authentication (CAMUNDA_AUTH), against an engine stan
     await worker.check();
   });
 
+  it("oauth: the readiness check is bounded, a token endpoint that does not answer included", async () => {
+    const silent = await recordingServer(() => ({ status: 200, body: { access_token: "late", expires_in: 300 }, delayMs: 30_000 }));
+    closers.push(silent.close);
+    const worker = startWorker({ CAMUNDA_URL: "http://127.0.0.1:1/engine-rest", CAMUNDA_TOKEN_URL: `${silent.url}/token`, CAMUNDA_CLIENT_ID: "c", CAMUNDA_CLIENT_SECRET: "s" });
+    const failure = await worker.check().then(
+      () => "ready",
+      (err: Error) => err.message,
+    );
+    expect(failure).to.equal("Camunda 7 (or its token endpoint) did not answer in 2 s");
+  });
+
   describe("the client-credentials token", () => {
     const credentials = (url: string): ClientCredentials => ({ url, clientId: "c", clientSecret: new Secret("cs-value") });
 

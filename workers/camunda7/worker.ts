@@ -94,8 +94,12 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
     workerId,
     inHandId,
     async check() {
-      const header = await authorization.header();
-      const res = await fetch(`${settings.url.replace(/\/$/, "")}/engine`, { headers: header === undefined ? {} : { authorization: header }, signal: AbortSignal.timeout(2000) });
+      // One bound for the whole check, a token request included.
+      const signal = AbortSignal.timeout(2000);
+      const aborted = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Error("Camunda 7 (or its token endpoint) did not answer in 2 s")), { once: true }));
+      aborted.catch(() => undefined);
+      const header = await Promise.race([authorization.header(), aborted]);
+      const res = await fetch(`${settings.url.replace(/\/$/, "")}/engine`, { headers: header === undefined ? {} : { authorization: header }, signal });
       if (!res.ok) throw new Error(`Camunda 7 answered ${res.status}`);
     },
     stop() {
