@@ -5,8 +5,7 @@ import { SignJWT } from "jose";
 import { DEFAULT_DATA_DIR, loadConfig, processEnvironment } from "./config.js";
 import { demoEnvironment } from "./demo/environment.js";
 import { DEMO_TENANT, EXAMPLE_DEFINITION, seedDemo } from "./demo/seed.js";
-import { createLogger } from "./logger.js";
-import { exitOnStartFailure, runService } from "./run.js";
+import { exitOnStartFailure, processLogger, runService } from "./run.js";
 
 /**
  * The newcomer's entry point: the production server, plus what a first run needs. It listens on
@@ -21,7 +20,7 @@ async function demo(): Promise<void> {
   if (!keyConfigured) env.JWT_SECRET = developmentSecret(dataDir);
   // A configuration problem rejects demo(): exitOnStartFailure prints it and exits 2.
   const config = loadConfig(env);
-  const logger = createLogger(config.logLevel);
+  const logger = processLogger(config);
   await runService(config, logger, async (service) => {
     const seeded = await seedDemo(service.db.knex, service.services);
     logger.info("demo data ready", { tenant: DEMO_TENANT, ...seeded });
@@ -33,7 +32,7 @@ async function demo(): Promise<void> {
         .setSubject("demo-admin")
         .setIssuedAt()
         .setExpirationTime("12h")
-        .sign(config.auth.key.secret);
+        .sign(config.auth.key.secret.bytes());
       lines.push(
         `An admin token of the tenant ${DEMO_TENANT} for the next 12 hours:`,
         `  export TOKEN=${token}`,
@@ -63,4 +62,4 @@ function developmentSecret(dataDir: string): string {
   }
 }
 
-demo().catch(exitOnStartFailure);
+demo().catch((err: unknown) => exitOnStartFailure(err));

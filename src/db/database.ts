@@ -15,6 +15,7 @@ import { embeddedNotifications, postgresNotifications, type NotificationSource }
 import { keepStatisticsFresh } from "./statistics.js";
 import { DatabaseTimeoutError, DEFAULT_DATABASE_TIMEOUTS, DEFAULT_QUERY_TIMEOUT_MS, READ_TIMEOUT_MARGIN_MS, type DatabaseTimeouts } from "./timeouts.js";
 import { isPassingFault } from "../errors.js";
+import { redactUrl } from "../secrets.js";
 
 export interface DatabaseOptions {
   /** PostgreSQL connection string; absent means the embedded PostgreSQL. */
@@ -412,17 +413,8 @@ async function migrateWhenReachable(url: string, options: DatabaseOptions, timeo
   }
 }
 
-/** A connection string without its password, fit for a log line or a message. */
-export function redactUrl(url: string | undefined): string | undefined {
-  if (url === undefined) return undefined;
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== "") parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(unparseable)";
-  }
-}
+/** A connection string without its password (nor credential parameters), fit for a log line or a message. */
+export { redactUrl };
 
 /**
  * A ping that answers within `timeoutMs` whatever the database does. Pings asked for while one is

@@ -29,7 +29,7 @@ export function mayActIn(principal: Principal, tenant: string): boolean {
  */
 export function createAuthenticator(auth: AuthConfig): Authenticator {
   if (auth.disabled) return async () => developmentPrincipal;
-  const verifyKey = auth.key.kind === "secret" ? auth.key.secret : auth.key.key;
+  const verifyKey = auth.key.kind === "secret" ? auth.key.secret.bytes() : auth.key.key;
   const options: JWTVerifyOptions = {
     algorithms: [auth.key.kind === "secret" ? "HS256" : auth.key.algorithm],
     clockTolerance: auth.clockSkewSeconds,

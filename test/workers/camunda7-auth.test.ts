@@ -62,17 +62,26 @@ for (const kind of CAMUNDA7_ENGINES) {
       expect(await accepts("127.0.0.2", port)).to.equal(false);
     });
 
-    it("runs a task for a worker process whose CAMUNDA_URL carries the user and password", async () => {
-      const url = new URL(engine.baseUrl);
-      url.username = encodeURIComponent(credentials.user);
-      url.password = encodeURIComponent(credentials.password);
-      const worker = await startWorkerProcess({ CAMUNDA_URL: url.toString(), CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: "1000" });
-      processes.push(worker.process);
-      const id = await engine.startInstance("api-request-example", { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, queryParameters: { publicId: "AGR-1" } });
-      expect(await engine.settle(id)).to.equal("ended");
-      expect(await engine.endEvent(id)).to.equal("EndFound");
-      await waitUntil(() => processTaskLines(worker.process.lines).length > 0, "task logged");
-      expect(processTaskLines(worker.process.lines).map((l) => l.outcome)).to.deep.equal(["completed"]);
-    });
+    const credentialForms: [string, () => Record<string, string>][] = [
+      ["CAMUNDA_URL carries the user and password", () => {
+        const url = new URL(engine.baseUrl);
+        url.username = encodeURIComponent(credentials.user);
+        url.password = encodeURIComponent(credentials.password);
+        return { CAMUNDA_URL: url.toString() };
+      }],
+      ["CAMUNDA_AUTH=basic names the user and password", () => ({ CAMUNDA_URL: engine.baseUrl, CAMUNDA_AUTH: "basic", CAMUNDA_USERNAME: credentials.user, CAMUNDA_PASSWORD: credentials.password })],
+    ];
+    for (const [form, env] of credentialForms) {
+      it(`runs a task for a worker process whose ${form}, and logs no password`, async () => {
+        const worker = await startWorkerProcess({ ...env(), CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: "1000" });
+        processes.push(worker.process);
+        const id = await engine.startInstance("api-request-example", { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, queryParameters: { publicId: "AGR-1" } });
+        expect(await engine.settle(id)).to.equal("ended");
+        expect(await engine.endEvent(id)).to.equal("EndFound");
+        await waitUntil(() => processTaskLines(worker.process.lines).length > 0, "task logged");
+        expect(processTaskLines(worker.process.lines).map((l) => l.outcome)).to.deep.equal(["completed"]);
+        expect(worker.process.lines.filter((line) => line.includes(credentials.password))).to.deep.equal([]);
+      });
+    }
   });
 }
