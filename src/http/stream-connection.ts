@@ -50,9 +50,9 @@ export class StreamConnection implements Subscriber {
     return !this.ended && this.socket.readyState === this.socket.OPEN;
   }
 
-  send(text: string): void {
+  /** Checks the bound before the socket frames anything: a subscriber at it is dropped, not written to. */
+  send(text: string, bytes = Buffer.byteLength(text)): void {
     if (!this.open) return;
-    const bytes = Buffer.byteLength(text);
     if (this.held !== undefined) {
       if (this.heldBytes + bytes > this.bufferBytes) return this.drop();
       this.held.push(text);
