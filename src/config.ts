@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { z } from "zod";
 import { EXPRESSION_LIMIT_CEILINGS } from "./calculation/expression-size.js";
 import { DEFAULT_DATABASE_TIMEOUTS, DEFAULT_QUERY_TIMEOUT_MS, type DatabaseTimeouts } from "./db/timeouts.js";
+import { Secret, secretsIn, urlSecrets } from "./secrets.js";
 
 /**
  * Everything the server and the workers read from the environment, validated once at start-up.
@@ -100,8 +101,10 @@ export interface WorkerSettings {
 }
 
 export interface Camunda7Settings extends WorkerSettings {
-  /** CAMUNDA_URL: the REST base, e.g. http://localhost:8080/engine-rest. */
+  /** CAMUNDA_URL: the REST base, e.g. http://localhost:8080/engine-rest, without userinfo (that is read into {@link Camunda7Settings.auth}). */
   url: string;
+  /** CAMUNDA_AUTH and its settings: how each request to the engine is authenticated. Default `none`. */
+  auth: Camunda7Auth;
   /** CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS: long-polling wait of one fetch. Default 10000. */
   asyncResponseTimeoutMs: number;
   /** CAMUNDA_WORKER_ID; absent: `<host>-<pid>-<random>`. */
@@ -109,14 +112,16 @@ export interface Camunda7Settings extends WorkerSettings {
 }
 
 export interface ZeebeSettings extends WorkerSettings {
-  /** ZEEBE_ADDRESS: the gateway's `host:port`. */
+  /** ZEEBE_ADDRESS (or the SDK's ZEEBE_GRPC_ADDRESS, `grpc://` or `grpcs://`): the gateway's `host:port`. */
   address: string;
-  /** ZEEBE_TLS: TLS to the gateway. Default false: plaintext. */
+  /** ZEEBE_TLS (or CAMUNDA_SECURE_CONNECTION, or a `grpcs://` ZEEBE_GRPC_ADDRESS): TLS to the gateway. Default false: plaintext. */
   tls: boolean;
   /** CAMUNDA_CUSTOM_ROOT_CERT_PATH: a PEM file of the CA the gateway's certificate comes from; absent: the public CAs. */
   rootCertPath: string | undefined;
-  /** ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL (all three or none), ZEEBE_TOKEN_AUDIENCE optional. */
-  oauth: ZeebeOAuth | undefined;
+  /** CAMUNDA_CUSTOM_CERT_CHAIN_PATH and CAMUNDA_CUSTOM_PRIVATE_KEY_PATH (both or none, TLS on): the worker's client certificate for mutual TLS. */
+  mtls: ZeebeClientCertificate | undefined;
+  /** CAMUNDA_AUTH_STRATEGY and its settings (the SDK's names). Default `NONE`, or `OAUTH` when client credentials are set. */
+  auth: ZeebeAuth;
   /** ZEEBE_TENANT_IDS: the tenants whose jobs the workers activate; absent: the gateway's default tenant. */
   tenantIds: string[] | undefined;
   /** ZEEBE_STREAM_JOBS: jobs pushed over a job stream (StreamActivatedJobs), polling beside it as a fallback. Default false: long polling only. */
@@ -125,12 +130,43 @@ export interface ZeebeSettings extends WorkerSettings {
   streamPollIntervalMs: number;
 }
 
-export interface ZeebeOAuth {
+/** The PEM files of the worker's certificate chain and private key (their paths: the files are read by the SDK). */
+export interface ZeebeClientCertificate {
+  certChainPath: string;
+  privateKeyPath: string;
+}
+
+/** OAuth 2.0 client credentials: a token asked of `url` with the client's id and secret, kept until shortly before it expires. */
+export interface ClientCredentials {
+  /** The token endpoint. */
   url: string;
   clientId: string;
-  clientSecret: string;
+  clientSecret: Secret;
+  /** The `audience` parameter of the token request; absent: none sent (Zeebe: the SDK's default, `zeebe.camunda.io`). */
   audience?: string;
+  /** The `scope` parameter of the token request; absent: none sent. */
+  scope?: string;
 }
+
+/** How the Zeebe workers authenticate to the gateway: the SDK's CAMUNDA_AUTH_STRATEGY. */
+export type ZeebeAuth =
+  | { strategy: "NONE" }
+  /** ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL / CAMUNDA_OAUTH_URL, ZEEBE_TOKEN_AUDIENCE, CAMUNDA_TOKEN_SCOPE. */
+  | ({ strategy: "OAUTH" } & ClientCredentials)
+  /** CAMUNDA_BASIC_AUTH_USERNAME, CAMUNDA_BASIC_AUTH_PASSWORD. */
+  | { strategy: "BASIC"; username: string; password: Secret }
+  /** CAMUNDA_OAUTH_TOKEN: a static bearer token. */
+  | { strategy: "BEARER"; token: Secret };
+
+/** How the Camunda 7 worker authenticates to the engine's REST API: CAMUNDA_AUTH. */
+export type Camunda7Auth =
+  | { kind: "none" }
+  /** CAMUNDA_USERNAME and CAMUNDA_PASSWORD, or the userinfo of CAMUNDA_URL. */
+  | { kind: "basic"; username: string; password: Secret }
+  /** CAMUNDA_TOKEN: a static bearer token. */
+  | { kind: "bearer"; token: Secret }
+  /** CAMUNDA_TOKEN_URL, CAMUNDA_CLIENT_ID, CAMUNDA_CLIENT_SECRET, CAMUNDA_CLIENT_SCOPE, CAMUNDA_CLIENT_AUDIENCE: a bearer token fetched with client credentials. */
+  | ({ kind: "oauth" } & ClientCredentials);
 
 /** Settings given in part (an environment, a test); what is absent takes its default. */
 type Given<T extends WorkerSettings> = Partial<Omit<T, "topics">> & { topics?: Partial<WorkerTopics> };
@@ -147,7 +183,7 @@ export function workerSettings(given: Given<WorkerSettings> = {}): WorkerSetting
 
 /** Camunda 7 settings for `url`, the rest given or defaulted. */
 export function camunda7Settings(url: string, given: Given<Camunda7Settings> = {}): Camunda7Settings {
-  return { url, ...workerSettings(given), asyncResponseTimeoutMs: given.asyncResponseTimeoutMs ?? 10_000, workerId: given.workerId };
+  return { url, auth: given.auth ?? { kind: "none" }, ...workerSettings(given), asyncResponseTimeoutMs: given.asyncResponseTimeoutMs ?? 10_000, workerId: given.workerId };
 }
 
 /** Zeebe settings for the gateway at `address`, the rest given or defaulted. */
@@ -157,7 +193,8 @@ export function zeebeSettings(address: string, given: Given<ZeebeSettings> = {})
     ...workerSettings(given),
     tls: given.tls ?? false,
     rootCertPath: given.rootCertPath,
-    oauth: given.oauth,
+    mtls: given.mtls,
+    auth: given.auth ?? { strategy: "NONE" },
     tenantIds: given.tenantIds,
     streamJobs: given.streamJobs ?? false,
     streamPollIntervalMs: given.streamPollIntervalMs ?? 10_000,
@@ -173,7 +210,7 @@ export type AuthConfig =
   | {
       disabled: false;
       /** HS256 shared secret, or the public key (RS256 for RSA keys, ES256 for EC keys). */
-      key: { kind: "secret"; secret: Uint8Array } | { kind: "public"; key: KeyObject; algorithm: "RS256" | "ES256" };
+      key: { kind: "secret"; secret: Secret } | { kind: "public"; key: KeyObject; algorithm: "RS256" | "ES256" };
       /** Claim holding the user id. Default `sub`. */
       userClaim: string;
       issuer: string | undefined;
@@ -236,6 +273,15 @@ function isUrl(value: string, protocols: string[]): boolean {
   }
 }
 
+/** A gateway address: `host:port`. */
+const HOST_PORT = /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/;
+/** The SDK's form: `grpc://host:port` or `grpcs://host:port` (or `host:port`, its legacy form). */
+const GRPC_ADDRESS = /^(?:(grpcs?):\/\/)?([A-Za-z0-9.\-[\]:]+:\d{1,5})\/?$/;
+
+const httpUrl = (name: string) => optionalText.refine((v) => v === undefined || isUrl(v, ["http:", "https:"]), `${name} must be an http(s) URL`);
+
+const readableFile = (name: string) => optionalText.refine((v) => v === undefined || isReadableFile(v), `${name} must be a readable PEM file`);
+
 function isReadableFile(path: string): boolean {
   try {
     accessSync(path, constants.R_OK);
@@ -287,8 +333,22 @@ const envSchema = z.object({
     (v) => v === undefined || isUrl(v, ["http:", "https:"]),
     "CAMUNDA_URL must be an http(s) URL like http://localhost:8080/engine-rest",
   ),
+  // Camunda 7 authentication (CAMUNDA_AUTH): names of ours, none of them the SDK's (those are Zeebe's).
+  CAMUNDA_AUTH: optionalText.pipe(z.enum(["none", "basic", "bearer", "oauth"], "CAMUNDA_AUTH must be one of none, basic, bearer, oauth").optional()),
+  CAMUNDA_USERNAME: optionalText,
+  CAMUNDA_PASSWORD: optionalText,
+  CAMUNDA_TOKEN: optionalText,
+  CAMUNDA_TOKEN_URL: optionalText.refine((v) => v === undefined || isUrl(v, ["http:", "https:"]), "CAMUNDA_TOKEN_URL must be an http(s) URL"),
+  CAMUNDA_CLIENT_ID: optionalText,
+  CAMUNDA_CLIENT_SECRET: optionalText,
+  CAMUNDA_CLIENT_SCOPE: optionalText,
+  CAMUNDA_CLIENT_AUDIENCE: optionalText,
   ZEEBE_TLS: booleanFlag("ZEEBE_TLS").optional(),
-  CAMUNDA_CUSTOM_ROOT_CERT_PATH: optionalText.refine((v) => v === undefined || isReadableFile(v), "CAMUNDA_CUSTOM_ROOT_CERT_PATH must be a readable PEM file"),
+  // The SDK's name for ZEEBE_TLS (deprecated there in favour of a grpcs:// ZEEBE_GRPC_ADDRESS).
+  CAMUNDA_SECURE_CONNECTION: booleanFlag("CAMUNDA_SECURE_CONNECTION").optional(),
+  CAMUNDA_CUSTOM_ROOT_CERT_PATH: readableFile("CAMUNDA_CUSTOM_ROOT_CERT_PATH"),
+  CAMUNDA_CUSTOM_CERT_CHAIN_PATH: readableFile("CAMUNDA_CUSTOM_CERT_CHAIN_PATH"),
+  CAMUNDA_CUSTOM_PRIVATE_KEY_PATH: readableFile("CAMUNDA_CUSTOM_PRIVATE_KEY_PATH"),
   TOPIC_API_REQUEST: optionalText,
   TOPIC_CALCULATE_SERIES: optionalText,
   WORKER_MAX_TASKS: integer("WORKER_MAX_TASKS", 1, 1000).optional(),
@@ -298,8 +358,19 @@ const envSchema = z.object({
   CAMUNDA_WORKER_ID: optionalText,
   ZEEBE_CLIENT_ID: optionalText,
   ZEEBE_CLIENT_SECRET: optionalText,
-  ZEEBE_OAUTH_URL: optionalText.refine((v) => v === undefined || isUrl(v, ["http:", "https:"]), "ZEEBE_OAUTH_URL must be an http(s) URL"),
+  ZEEBE_OAUTH_URL: httpUrl("ZEEBE_OAUTH_URL"),
+  // The SDK's name, and the Java and Go clients' (Camunda SaaS credential files of 8.5 and before).
+  CAMUNDA_OAUTH_URL: httpUrl("CAMUNDA_OAUTH_URL"),
+  ZEEBE_AUTHORIZATION_SERVER_URL: httpUrl("ZEEBE_AUTHORIZATION_SERVER_URL"),
   ZEEBE_TOKEN_AUDIENCE: optionalText,
+  CAMUNDA_ZEEBE_OAUTH_AUDIENCE: optionalText,
+  CAMUNDA_TOKEN_SCOPE: optionalText,
+  CAMUNDA_AUTH_STRATEGY: optionalText.pipe(
+    z.enum(["OAUTH", "BASIC", "BEARER", "NONE"], "CAMUNDA_AUTH_STRATEGY must be one of OAUTH, BASIC, BEARER, NONE (COOKIE is not supported by the gRPC workers)").optional(),
+  ),
+  CAMUNDA_BASIC_AUTH_USERNAME: optionalText,
+  CAMUNDA_BASIC_AUTH_PASSWORD: optionalText,
+  CAMUNDA_OAUTH_TOKEN: optionalText,
   ZEEBE_TENANT_IDS: tenantIdList("ZEEBE_TENANT_IDS"),
   ZEEBE_STREAM_JOBS: booleanFlag("ZEEBE_STREAM_JOBS").optional(),
   ZEEBE_STREAM_POLL_INTERVAL_MS: integer("ZEEBE_STREAM_POLL_INTERVAL_MS", 100, 3_600_000).optional(),
@@ -315,9 +386,10 @@ const envSchema = z.object({
   STREAM_BUFFER_BYTES: integer("STREAM_BUFFER_BYTES", 1024, 1024 * 1024 * 1024).optional(),
   STREAM_PING_MS: integer("STREAM_PING_MS", 100, 3_600_000).optional(),
   STREAM_DEBOUNCE_MS: integer("STREAM_DEBOUNCE_MS", 0, 600_000).optional(),
-  ZEEBE_ADDRESS: optionalText.refine(
-    (v) => v === undefined || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(v),
-    "ZEEBE_ADDRESS must be host:port, like localhost:26500",
+  ZEEBE_ADDRESS: optionalText.refine((v) => v === undefined || HOST_PORT.test(v), "ZEEBE_ADDRESS must be host:port, like localhost:26500"),
+  ZEEBE_GRPC_ADDRESS: optionalText.refine(
+    (v) => v === undefined || GRPC_ADDRESS.test(v),
+    "ZEEBE_GRPC_ADDRESS must be grpc://host:port (plaintext) or grpcs://host:port (TLS), like grpc://localhost:26500",
   ),
 });
 
@@ -350,14 +422,10 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
   // The workers alone serve no API, so they need no key to check tokens with.
   const auth: AuthConfig | undefined =
     role === "worker" ? { disabled: true, userClaim: env.JWT_USER_CLAIM ?? "sub" } : parsedAuth.success ? readAuth(parsedAuth.data, problems) : undefined;
-  if (parsed.success && role === "worker" && parsed.data.CAMUNDA_URL === undefined && parsed.data.ZEEBE_ADDRESS === undefined) {
-    problems.push("the worker needs an engine: set CAMUNDA_URL (Camunda 7), ZEEBE_ADDRESS (Zeebe) or both");
+  if (parsed.success && role === "worker" && parsed.data.CAMUNDA_URL === undefined && parsed.data.ZEEBE_ADDRESS === undefined && parsed.data.ZEEBE_GRPC_ADDRESS === undefined) {
+    problems.push("the worker needs an engine: set CAMUNDA_URL (Camunda 7), ZEEBE_ADDRESS or ZEEBE_GRPC_ADDRESS (Zeebe), or both");
   }
   if (parsed.success) {
-    const oauth = [parsed.data.ZEEBE_CLIENT_ID, parsed.data.ZEEBE_CLIENT_SECRET, parsed.data.ZEEBE_OAUTH_URL];
-    if (oauth.some((v) => v !== undefined) && oauth.some((v) => v === undefined)) {
-      problems.push("ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none");
-    }
     // A graph query is a database statement: its own time-out cannot be the longer one.
     const graphTimeout = parsed.data.QUERY_TIMEOUT_MS ?? DEFAULT_QUERY_TIMEOUT_MS;
     const statementTimeout = parsed.data.DATABASE_STATEMENT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.statementMs;
@@ -365,7 +433,7 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
       problems.push(`QUERY_TIMEOUT_MS (${graphTimeout}) must not be longer than DATABASE_STATEMENT_TIMEOUT_MS (${statementTimeout})`);
     }
   }
-  const engines = parsed.success ? readEngines(parsed.data) : undefined;
+  const engines = parsed.success ? readEngines(parsed.data, problems) : undefined;
   if (parsed.success && engines?.camunda7 !== undefined) {
     // A shutdown lets the Camunda 7 long poll in progress finish: it must fit in the shutdown's time.
     const longPoll = engines.camunda7.asyncResponseTimeoutMs;
@@ -425,26 +493,190 @@ function shutdownTimeoutMs(e: EnvValues): number {
   return e.SHUTDOWN_TIMEOUT_MS ?? 30_000;
 }
 
-/** The engines whose address is set, with their worker settings. */
-function readEngines(e: EnvValues): Pick<Config, "camunda7" | "zeebe"> {
+/** The engines whose address is set, with their worker settings; a problem for each setting in conflict. */
+function readEngines(e: EnvValues, problems: string[]): Pick<Config, "camunda7" | "zeebe"> {
   const given = {
     topics: { apiRequest: e.TOPIC_API_REQUEST, calculateSeries: e.TOPIC_CALCULATE_SERIES },
     maxTasks: e.WORKER_MAX_TASKS,
     lockDurationMs: e.WORKER_LOCK_DURATION_MS,
     defaultRetries: e.WORKER_DEFAULT_RETRIES,
   };
-  const oauth =
-    e.ZEEBE_CLIENT_ID !== undefined && e.ZEEBE_CLIENT_SECRET !== undefined && e.ZEEBE_OAUTH_URL !== undefined
-      ? { url: e.ZEEBE_OAUTH_URL, clientId: e.ZEEBE_CLIENT_ID, clientSecret: e.ZEEBE_CLIENT_SECRET, ...(e.ZEEBE_TOKEN_AUDIENCE !== undefined ? { audience: e.ZEEBE_TOKEN_AUDIENCE } : {}) }
-      : undefined;
+  const camunda7 = readCamunda7Connection(e, problems);
+  const zeebe = readZeebeConnection(e, problems);
   return {
-    camunda7: e.CAMUNDA_URL === undefined ? undefined : camunda7Settings(e.CAMUNDA_URL, { ...given, asyncResponseTimeoutMs: e.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS, workerId: e.CAMUNDA_WORKER_ID }),
-    zeebe: e.ZEEBE_ADDRESS === undefined ? undefined : zeebeSettings(e.ZEEBE_ADDRESS, { ...given, tls: e.ZEEBE_TLS, rootCertPath: e.CAMUNDA_CUSTOM_ROOT_CERT_PATH, oauth,
-          tenantIds: e.ZEEBE_TENANT_IDS,
-          streamJobs: e.ZEEBE_STREAM_JOBS,
-          streamPollIntervalMs: e.ZEEBE_STREAM_POLL_INTERVAL_MS,
-        }),
+    camunda7: camunda7 === undefined ? undefined : camunda7Settings(camunda7.url, { ...given, auth: camunda7.auth, asyncResponseTimeoutMs: e.CAMUNDA_ASYNC_RESPONSE_TIMEOUT_MS, workerId: e.CAMUNDA_WORKER_ID }),
+    zeebe:
+      zeebe === undefined
+        ? undefined
+        : zeebeSettings(zeebe.address, {
+            ...given,
+            ...zeebe,
+            rootCertPath: e.CAMUNDA_CUSTOM_ROOT_CERT_PATH,
+            tenantIds: e.ZEEBE_TENANT_IDS,
+            streamJobs: e.ZEEBE_STREAM_JOBS,
+            streamPollIntervalMs: e.ZEEBE_STREAM_POLL_INTERVAL_MS,
+          }),
   };
+}
+
+/**
+ * One setting given under several names (ours, the SDK's): the value they agree on. Two names
+ * that disagree are a problem naming both, never their values (one may be a secret).
+ */
+function agreed<T>(problems: string[], named: readonly (readonly [name: string, value: T | undefined])[]): T | undefined {
+  const given = named.filter((n): n is readonly [string, T] => n[1] !== undefined);
+  const first = given[0];
+  if (first === undefined) return undefined;
+  const other = given.find(([, value]) => value !== first[1]);
+  if (other !== undefined) problems.push(`${first[0]} and ${other[0]} disagree: they name the same setting; set one of them, or both to the same value`);
+  return first[1];
+}
+
+/** An authentication strategy's settings by name: those it needs and those it may take. */
+interface StrategySettings {
+  needs: Record<string, string | undefined>;
+  takes?: Record<string, string | undefined>;
+}
+
+/**
+ * The strategy `chosen` under `setting`, or else the one whose settings are given (else `none`).
+ * A strategy chosen without the settings it needs, settings of another strategy beside it, or
+ * settings of two strategies and no choice, are problems naming the settings.
+ */
+function strategyOf<S extends string>(problems: string[], setting: string, chosen: S | undefined, none: S, strategies: Partial<Record<S, StrategySettings>>): S | undefined {
+  const names = (s: StrategySettings) => [...Object.entries(s.needs), ...Object.entries(s.takes ?? {})].filter(([, v]) => v !== undefined).map(([n]) => n);
+  const entries = Object.entries(strategies) as [S, StrategySettings][];
+  const given = entries.filter(([, s]) => names(s).length > 0);
+  let strategy = chosen;
+  if (strategy === undefined) {
+    if (given.length > 1) {
+      problems.push(`${given.map(([s, settings]) => `${names(settings).join(", ")} (${s})`).join(" and ")} are settings of different authentication strategies: set ${setting} and only its settings`);
+      return undefined;
+    }
+    strategy = given[0]?.[0] ?? none;
+  } else {
+    for (const [other, settings] of given) {
+      if (other !== strategy) problems.push(`${setting}=${strategy} does not use ${names(settings).join(", ")} (${other}): remove it, or choose ${other}`);
+    }
+  }
+  const needs = strategies[strategy]?.needs ?? {};
+  const missing = Object.keys(needs).filter((n) => needs[n] === undefined);
+  if (missing.length > 0) {
+    const all = Object.keys(needs);
+    problems.push(chosen === undefined ? `${all.join(", ")} go together (${strategy}): set all of them, or none` : `${setting}=${strategy} needs ${missing.join(", ")}`);
+    return undefined;
+  }
+  return strategy;
+}
+
+/** CAMUNDA_URL (its userinfo taken out: basic credentials) and CAMUNDA_AUTH with its settings. */
+function readCamunda7Connection(e: EnvValues, problems: string[]): { url: string; auth: Camunda7Auth } | undefined {
+  let url = e.CAMUNDA_URL;
+  let userinfo: { username: string | undefined; password: string | undefined } = { username: undefined, password: undefined };
+  if (url !== undefined) {
+    const parsed = new URL(url);
+    if (parsed.username !== "" || parsed.password !== "") {
+      userinfo = { username: decodeURIComponent(parsed.username) || undefined, password: decodeURIComponent(parsed.password) || undefined };
+      parsed.username = "";
+      parsed.password = "";
+      url = parsed.toString();
+    }
+  }
+  const username = agreed(problems, [["CAMUNDA_USERNAME", e.CAMUNDA_USERNAME], ["the user in CAMUNDA_URL", userinfo.username]]);
+  const password = agreed(problems, [["CAMUNDA_PASSWORD", e.CAMUNDA_PASSWORD], ["the password in CAMUNDA_URL", userinfo.password]]);
+  const kind = strategyOf(problems, "CAMUNDA_AUTH", e.CAMUNDA_AUTH, "none", {
+    basic: { needs: { CAMUNDA_USERNAME: username, CAMUNDA_PASSWORD: password } },
+    bearer: { needs: { CAMUNDA_TOKEN: e.CAMUNDA_TOKEN } },
+    oauth: {
+      needs: { CAMUNDA_TOKEN_URL: e.CAMUNDA_TOKEN_URL, CAMUNDA_CLIENT_ID: e.CAMUNDA_CLIENT_ID, CAMUNDA_CLIENT_SECRET: e.CAMUNDA_CLIENT_SECRET },
+      takes: { CAMUNDA_CLIENT_SCOPE: e.CAMUNDA_CLIENT_SCOPE, CAMUNDA_CLIENT_AUDIENCE: e.CAMUNDA_CLIENT_AUDIENCE },
+    },
+  });
+  if (url === undefined || kind === undefined) return undefined;
+  switch (kind) {
+    case "none":
+      return { url, auth: { kind } };
+    case "basic":
+      return { url, auth: { kind, username: username!, password: new Secret(password!) } };
+    case "bearer":
+      return { url, auth: { kind, token: new Secret(e.CAMUNDA_TOKEN!) } };
+    case "oauth":
+      return { url, auth: { kind, ...clientCredentials(e.CAMUNDA_TOKEN_URL!, e.CAMUNDA_CLIENT_ID!, e.CAMUNDA_CLIENT_SECRET!, e.CAMUNDA_CLIENT_AUDIENCE, e.CAMUNDA_CLIENT_SCOPE) } };
+  }
+}
+
+function clientCredentials(url: string, clientId: string, clientSecret: string, audience: string | undefined, scope: string | undefined): ClientCredentials {
+  return { url, clientId, clientSecret: new Secret(clientSecret), ...(audience !== undefined ? { audience } : {}), ...(scope !== undefined ? { scope } : {}) };
+}
+
+/**
+ * The Zeebe gateway's address, TLS, client certificate and authentication, under our names or the
+ * SDK's (ZEEBE_GRPC_ADDRESS, CAMUNDA_SECURE_CONNECTION, CAMUNDA_OAUTH_URL, CAMUNDA_AUTH_STRATEGY …).
+ */
+function readZeebeConnection(e: EnvValues, problems: string[]): Pick<ZeebeSettings, "address" | "tls" | "mtls" | "auth"> | undefined {
+  const grpc = e.ZEEBE_GRPC_ADDRESS === undefined ? undefined : GRPC_ADDRESS.exec(e.ZEEBE_GRPC_ADDRESS);
+  const address = agreed(problems, [
+    ["ZEEBE_ADDRESS", e.ZEEBE_ADDRESS?.toLowerCase()],
+    ["ZEEBE_GRPC_ADDRESS", grpc?.[2]?.toLowerCase()],
+  ]);
+  const scheme = grpc?.[1];
+  const tls =
+    agreed(problems, [
+      ["ZEEBE_TLS", e.ZEEBE_TLS],
+      ["CAMUNDA_SECURE_CONNECTION", e.CAMUNDA_SECURE_CONNECTION],
+      ["the scheme of ZEEBE_GRPC_ADDRESS (grpcs:// is TLS, grpc:// plaintext)", scheme === undefined ? undefined : scheme === "grpcs"],
+    ]) ?? false;
+  const certChainPath = e.CAMUNDA_CUSTOM_CERT_CHAIN_PATH;
+  const privateKeyPath = e.CAMUNDA_CUSTOM_PRIVATE_KEY_PATH;
+  let mtls: ZeebeClientCertificate | undefined;
+  if ((certChainPath === undefined) !== (privateKeyPath === undefined)) {
+    problems.push("CAMUNDA_CUSTOM_CERT_CHAIN_PATH and CAMUNDA_CUSTOM_PRIVATE_KEY_PATH go together (mutual TLS): set both, or none");
+  } else if (certChainPath !== undefined && privateKeyPath !== undefined) {
+    if (!tls) problems.push("CAMUNDA_CUSTOM_CERT_CHAIN_PATH and CAMUNDA_CUSTOM_PRIVATE_KEY_PATH (mutual TLS) need TLS: set ZEEBE_TLS=true or a grpcs:// ZEEBE_GRPC_ADDRESS");
+    mtls = { certChainPath, privateKeyPath };
+  }
+  const oauthUrl = agreed(problems, [
+    ["ZEEBE_OAUTH_URL", e.ZEEBE_OAUTH_URL],
+    ["CAMUNDA_OAUTH_URL", e.CAMUNDA_OAUTH_URL],
+    ["ZEEBE_AUTHORIZATION_SERVER_URL", e.ZEEBE_AUTHORIZATION_SERVER_URL],
+  ]);
+  const audience = agreed(problems, [
+    ["ZEEBE_TOKEN_AUDIENCE", e.ZEEBE_TOKEN_AUDIENCE],
+    ["CAMUNDA_ZEEBE_OAUTH_AUDIENCE", e.CAMUNDA_ZEEBE_OAUTH_AUDIENCE],
+  ]);
+  const strategy = strategyOf(problems, "CAMUNDA_AUTH_STRATEGY", e.CAMUNDA_AUTH_STRATEGY, "NONE", {
+    OAUTH: {
+      needs: { ZEEBE_CLIENT_ID: e.ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET: e.ZEEBE_CLIENT_SECRET, [oauthUrlName(e)]: oauthUrl },
+      takes: { ZEEBE_TOKEN_AUDIENCE: audience, CAMUNDA_TOKEN_SCOPE: e.CAMUNDA_TOKEN_SCOPE },
+    },
+    BASIC: { needs: { CAMUNDA_BASIC_AUTH_USERNAME: e.CAMUNDA_BASIC_AUTH_USERNAME, CAMUNDA_BASIC_AUTH_PASSWORD: e.CAMUNDA_BASIC_AUTH_PASSWORD } },
+    BEARER: { needs: { CAMUNDA_OAUTH_TOKEN: e.CAMUNDA_OAUTH_TOKEN } },
+  });
+  if (address === undefined || strategy === undefined) return undefined;
+  const auth: ZeebeAuth =
+    strategy === "OAUTH"
+      ? { strategy, ...clientCredentials(oauthUrl!, e.ZEEBE_CLIENT_ID!, e.ZEEBE_CLIENT_SECRET!, audience, e.CAMUNDA_TOKEN_SCOPE) }
+      : strategy === "BASIC"
+        ? { strategy, username: e.CAMUNDA_BASIC_AUTH_USERNAME!, password: new Secret(e.CAMUNDA_BASIC_AUTH_PASSWORD!) }
+        : strategy === "BEARER"
+          ? { strategy, token: new Secret(e.CAMUNDA_OAUTH_TOKEN!) }
+          : { strategy };
+  return { address, tls, mtls, auth };
+}
+
+/** The name the OAuth URL was given under, for messages (ZEEBE_OAUTH_URL when none was). */
+function oauthUrlName(e: EnvValues): string {
+  if (e.ZEEBE_OAUTH_URL === undefined && e.CAMUNDA_OAUTH_URL !== undefined) return "CAMUNDA_OAUTH_URL";
+  if (e.ZEEBE_OAUTH_URL === undefined && e.ZEEBE_AUTHORIZATION_SERVER_URL !== undefined) return "ZEEBE_AUTHORIZATION_SERVER_URL";
+  return "ZEEBE_OAUTH_URL";
+}
+
+/**
+ * Every secret value the configuration holds, for the logger's redactor: each {@link Secret}, and
+ * the password (or credential parameters) of the database URL.
+ */
+export function configSecrets(config: Config): string[] {
+  return [...secretsIn(config), ...urlSecrets(config.databaseUrl)];
 }
 
 function readAuth(e: z.infer<typeof authSchema>, problems: string[]): AuthConfig | undefined {
@@ -467,7 +699,7 @@ function readAuth(e: z.infer<typeof authSchema>, problems: string[]): AuthConfig
       problems.push("JWT_SECRET must be at least 32 bytes long (HS256 needs a 256-bit key)");
       return undefined;
     }
-    return { ...common, key: { kind: "secret", secret: new TextEncoder().encode(e.JWT_SECRET) } };
+    return { ...common, key: { kind: "secret", secret: new Secret(e.JWT_SECRET) } };
   }
   if (e.JWT_PUBLIC_KEY !== undefined) {
     let key: KeyObject;

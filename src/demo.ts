@@ -3,23 +3,24 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SignJWT } from "jose";
 import { DEFAULT_DATA_DIR, loadConfig, processEnvironment } from "./config.js";
+import { demoEnvironment } from "./demo/environment.js";
 import { DEMO_TENANT, EXAMPLE_DEFINITION, seedDemo } from "./demo/seed.js";
-import { createLogger } from "./logger.js";
-import { exitOnStartFailure, runService } from "./run.js";
+import { exitOnStartFailure, processLogger, runService } from "./run.js";
 
 /**
- * The newcomer's entry point: the production server, plus what a first run needs. When no JWT
- * key is configured, a development secret is made once and kept in DATA_DIR; demo data is
- * seeded into the tenant `demo`; an admin token and a working request are printed.
+ * The newcomer's entry point: the production server, plus what a first run needs. It listens on
+ * 127.0.0.1 unless HOST says otherwise, since it prints an admin token. When no JWT key is
+ * configured, a development secret is made once and kept in DATA_DIR; demo data is seeded into
+ * the tenant `demo`; an admin token and a working request are printed.
  */
 async function demo(): Promise<void> {
-  const env = { ...processEnvironment() };
+  const env = demoEnvironment(processEnvironment());
   const dataDir = env.DATA_DIR ?? DEFAULT_DATA_DIR;
   const keyConfigured = [env.JWT_SECRET, env.JWT_PUBLIC_KEY].some((v) => v !== undefined && v.trim() !== "") || env.AUTH_DISABLED === "true";
   if (!keyConfigured) env.JWT_SECRET = developmentSecret(dataDir);
   // A configuration problem rejects demo(): exitOnStartFailure prints it and exits 2.
   const config = loadConfig(env);
-  const logger = createLogger(config.logLevel);
+  const logger = processLogger(config);
   await runService(config, logger, async (service) => {
     const seeded = await seedDemo(service.db.knex, service.services);
     logger.info("demo data ready", { tenant: DEMO_TENANT, ...seeded });
@@ -31,7 +32,7 @@ async function demo(): Promise<void> {
         .setSubject("demo-admin")
         .setIssuedAt()
         .setExpirationTime("12h")
-        .sign(config.auth.key.secret);
+        .sign(config.auth.key.secret.bytes());
       lines.push(
         `An admin token of the tenant ${DEMO_TENANT} for the next 12 hours:`,
         `  export TOKEN=${token}`,
@@ -61,4 +62,4 @@ function developmentSecret(dataDir: string): string {
   }
 }
 
-demo().catch(exitOnStartFailure);
+demo().catch((err: unknown) => exitOnStartFailure(err));

@@ -1,20 +1,37 @@
 import winston from "winston";
 import type { LogLevel } from "./config.js";
+import { Redactor } from "./secrets.js";
 
 export type Logger = winston.Logger;
 
 /** winston's npm levels, most severe first; a logger at level L writes L and those before it. */
 const LEVELS = ["error", "warn", "info", "http", "verbose", "debug", "silly"] as const;
 
+/** winston's key of the finished line (`info[MESSAGE]`), which the transports write. */
+const MESSAGE = Symbol.for("message");
+
+/**
+ * The last format: the finished JSON line rewritten by the redactor, so no field, error message or
+ * stack trace of any call site can carry a secret setting's value (in clear, JSON-escaped,
+ * URL-encoded or base64), a URL's userinfo password or a credential query parameter.
+ */
+const redacting = (redactor: Redactor) =>
+  winston.format((info) => {
+    const line = (info as Record<symbol, unknown>)[MESSAGE];
+    if (typeof line === "string") (info as Record<symbol, unknown>)[MESSAGE] = redactor.redact(line);
+    return info;
+  })();
+
 /**
  * JSON lines on stdout, one object per line. Callers pass structured fields; no transport ever
- * hands a header, a token or a secret to the logger.
+ * hands a header, a token or a secret to the logger, and every line passes through a
+ * {@link Redactor} that knows the configuration's secrets (`secrets`, see `configSecrets`).
  *
  * A call at a level the logger does not write returns at once. winston would otherwise run it
  * through its stream and its formats (the timestamp, the JSON text) before a transport drops it:
  * about 30 µs of every API request at `LOG_LEVEL=warn`, for the request line nobody reads.
  */
-export function createLogger(level: LogLevel, transports?: winston.transport[]): Logger {
+export function createLogger(level: LogLevel, transports?: winston.transport[], secrets: readonly string[] = []): Logger {
   const logger = winston.createLogger({
     level: level === "silent" ? "error" : level,
     silent: level === "silent",
@@ -22,6 +39,7 @@ export function createLogger(level: LogLevel, transports?: winston.transport[]):
       winston.format.timestamp(),
       winston.format.errors({ stack: true }),
       winston.format.json(),
+      redacting(new Redactor(secrets)),
     ),
     transports: transports ?? [new winston.transports.Console()],
   });

@@ -1,5 +1,6 @@
-import { ConfigError, loadConfig, type Config, type Role } from "./config.js";
+import { ConfigError, configSecrets, loadConfig, type Config, type Role } from "./config.js";
 import { createLogger, type Logger } from "./logger.js";
+import { Redactor } from "./secrets.js";
 import { createService, type Service } from "./service.js";
 
 /**
@@ -48,13 +49,22 @@ export async function runService(config: Config, logger: Logger, afterStart?: (s
   await afterStart?.(service);
 }
 
-/** Reports a start-up failure on stderr and exits: 2 for a configuration problem, 1 otherwise. */
-export function exitOnStartFailure(err: unknown): never {
+/** The logger of a process run with `config`: its level, and every secret of the configuration redacted from every line. */
+export function processLogger(config: Config): Logger {
+  return createLogger(config.logLevel, undefined, configSecrets(config));
+}
+
+/**
+ * Reports a start-up failure on stderr and exits: 2 for a configuration problem, 1 otherwise. The
+ * text passes the redactor as a log line does (a message may quote a connection string).
+ */
+export function exitOnStartFailure(err: unknown, config?: Config): never {
+  const redactor = new Redactor(config === undefined ? [] : configSecrets(config));
   if (err instanceof ConfigError) {
-    process.stderr.write(`${err.message}\n`);
+    process.stderr.write(`${redactor.redact(err.message)}\n`);
     process.exit(2);
   }
-  process.stderr.write(`failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`${redactor.redact(`failed to start: ${err instanceof Error ? err.message : String(err)}`)}\n`);
   process.exit(1);
 }
 
@@ -69,5 +79,5 @@ export function runFromEnvironment(role: Role): void {
   } catch (err) {
     exitOnStartFailure(err);
   }
-  runService(config, createLogger(config.logLevel)).catch(exitOnStartFailure);
+  runService(config, processLogger(config)).catch((err: unknown) => exitOnStartFailure(err, config));
 }

@@ -1,6 +1,8 @@
 import { fileURLToPath } from "node:url";
+import { inspect } from "node:util";
 import { expect } from "chai";
-import { ConfigError, loadConfig, type Role } from "../src/config.js";
+import { ConfigError, configSecrets, loadConfig, type Role } from "../src/config.js";
+import { Secret } from "../src/secrets.js";
 import { ecKeyPair, rsaKeyPair } from "./support/tokens.js";
 
 const SECRET = "a-secret-of-at-least-thirty-two-bytes!!";
@@ -98,7 +100,8 @@ describe("configuration", () => {
   });
 
   it("runs the workers alone without a JWT key, but not without an engine", () => {
-    expect(problemsOf({}, "worker")).to.deep.equal(["the worker needs an engine: set CAMUNDA_URL (Camunda 7), ZEEBE_ADDRESS (Zeebe) or both"]);
+    expect(problemsOf({}, "worker")).to.deep.equal(["the worker needs an engine: set CAMUNDA_URL (Camunda 7), ZEEBE_ADDRESS or ZEEBE_GRPC_ADDRESS (Zeebe), or both"]);
+    expect(loadConfig({ ZEEBE_GRPC_ADDRESS: "grpc://localhost:26500" }, "worker").zeebe?.address).to.equal("localhost:26500");
     const worker = loadConfig({ ZEEBE_ADDRESS: "localhost:26500" }, "worker");
     expect(worker.role).to.equal("worker");
     expect(worker.zeebe?.address).to.equal("localhost:26500");
@@ -126,8 +129,18 @@ describe("configuration", () => {
     const defaults = loadConfig(engines);
     // Both engines read the same worker settings, each default applied once.
     const shared = { topics: { apiRequest: "api-request", calculateSeries: "calculate-series" }, maxTasks: 10, lockDurationMs: 30_000, defaultRetries: 3 };
-    expect(defaults.camunda7).to.deep.equal({ url: "http://localhost:8080/engine-rest", ...shared, asyncResponseTimeoutMs: 10_000, workerId: undefined });
-    expect(defaults.zeebe).to.deep.equal({ address: "localhost:26500", ...shared, tls: false, rootCertPath: undefined, oauth: undefined, tenantIds: undefined, streamJobs: false, streamPollIntervalMs: 10_000 });
+    expect(defaults.camunda7).to.deep.equal({ url: "http://localhost:8080/engine-rest", auth: { kind: "none" }, ...shared, asyncResponseTimeoutMs: 10_000, workerId: undefined });
+    expect(defaults.zeebe).to.deep.equal({
+      address: "localhost:26500",
+      ...shared,
+      tls: false,
+      rootCertPath: undefined,
+      mtls: undefined,
+      auth: { strategy: "NONE" },
+      tenantIds: undefined,
+      streamJobs: false,
+      streamPollIntervalMs: 10_000,
+    });
     const custom = loadConfig({ ...engines, TOPIC_API_REQUEST: "api-req", WORKER_MAX_TASKS: "4", WORKER_LOCK_DURATION_MS: "60000", CAMUNDA_WORKER_ID: "w1" });
     const given = { topics: { apiRequest: "api-req", calculateSeries: "calculate-series" }, maxTasks: 4, lockDurationMs: 60_000 };
     expect(custom.camunda7).to.deep.include({ ...given, workerId: "w1" });
@@ -160,9 +173,11 @@ describe("configuration", () => {
   it("reads Zeebe TLS and OAuth, and refuses OAuth settings given only in part", () => {
     const config = loadConfig({ JWT_SECRET: SECRET, ZEEBE_ADDRESS: "zeebe:26500", ZEEBE_TLS: "true", ZEEBE_CLIENT_ID: "id", ZEEBE_CLIENT_SECRET: "s", ZEEBE_OAUTH_URL: "https://login.example/oauth/token" });
     expect(config.zeebe?.tls).to.equal(true);
-    expect(config.zeebe?.oauth).to.deep.equal({ url: "https://login.example/oauth/token", clientId: "id", clientSecret: "s" });
+    const auth = config.zeebe?.auth;
+    expect(auth).to.deep.include({ strategy: "OAUTH", url: "https://login.example/oauth/token", clientId: "id" });
+    expect(auth?.strategy === "OAUTH" && auth.clientSecret.reveal()).to.equal("s");
     expect(problemsOf({ JWT_SECRET: SECRET, ZEEBE_CLIENT_ID: "id" })).to.deep.equal([
-      "ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET and ZEEBE_OAUTH_URL go together: set all three for OAuth, or none",
+      "ZEEBE_CLIENT_ID, ZEEBE_CLIENT_SECRET, ZEEBE_OAUTH_URL go together (OAUTH): set all of them, or none",
     ]);
   });
 
@@ -221,5 +236,144 @@ describe("configuration", () => {
       LOG_LEVEL: "loud",
     });
     expect(problems.map((p) => p.split(":")[0])).to.have.members(["DEFAULT_TIME_ZONE", "ZEEBE_ADDRESS", "CAMUNDA_URL", "LOG_LEVEL"]);
+  });
+
+  describe("connection settings under the names @camunda8/sdk users write", () => {
+    const base = { JWT_SECRET: SECRET };
+    const file = fileURLToPath(import.meta.url);
+
+    it("reads ZEEBE_GRPC_ADDRESS (grpcs:// is TLS), CAMUNDA_OAUTH_URL, CAMUNDA_TOKEN_SCOPE, CAMUNDA_ZEEBE_OAUTH_AUDIENCE and CAMUNDA_AUTH_STRATEGY", () => {
+      const zeebe = loadConfig({
+        ...base,
+        ZEEBE_GRPC_ADDRESS: "grpcs://abc.bru-2.zeebe.camunda.io:443",
+        CAMUNDA_AUTH_STRATEGY: "OAUTH",
+        ZEEBE_CLIENT_ID: "client",
+        ZEEBE_CLIENT_SECRET: "client-secret",
+        CAMUNDA_OAUTH_URL: "https://login.cloud.camunda.io/oauth/token",
+        CAMUNDA_TOKEN_SCOPE: "api://zeebe/.default",
+        CAMUNDA_ZEEBE_OAUTH_AUDIENCE: "zeebe.camunda.io",
+      }).zeebe;
+      expect(zeebe).to.deep.include({ address: "abc.bru-2.zeebe.camunda.io:443", tls: true });
+      expect(zeebe?.auth).to.deep.include({ strategy: "OAUTH", url: "https://login.cloud.camunda.io/oauth/token", clientId: "client", scope: "api://zeebe/.default", audience: "zeebe.camunda.io" });
+      expect(loadConfig({ ...base, ZEEBE_GRPC_ADDRESS: "grpc://localhost:26500" }).zeebe).to.deep.include({ address: "localhost:26500", tls: false });
+      // The SDK's legacy form (no scheme) takes TLS from ZEEBE_TLS / CAMUNDA_SECURE_CONNECTION.
+      expect(loadConfig({ ...base, ZEEBE_GRPC_ADDRESS: "zeebe:26500", CAMUNDA_SECURE_CONNECTION: "true" }).zeebe).to.deep.include({ address: "zeebe:26500", tls: true });
+      // The Java and Go clients' name of the OAuth URL (Camunda SaaS credential files up to 8.5).
+      const legacy = loadConfig({ ...base, ZEEBE_ADDRESS: "zeebe:443", ZEEBE_TLS: "true", ZEEBE_CLIENT_ID: "c", ZEEBE_CLIENT_SECRET: "s", ZEEBE_AUTHORIZATION_SERVER_URL: "https://login.example/token" });
+      expect(legacy.zeebe?.auth).to.deep.include({ strategy: "OAUTH", url: "https://login.example/token" });
+    });
+
+    it("accepts two names of one setting that agree, and refuses two that disagree, naming both and neither value", () => {
+      const agreeing = loadConfig({ ...base, ZEEBE_ADDRESS: "Zeebe:26500", ZEEBE_GRPC_ADDRESS: "grpcs://zeebe:26500", ZEEBE_TLS: "1", CAMUNDA_SECURE_CONNECTION: "true" });
+      expect(agreeing.zeebe).to.deep.include({ address: "zeebe:26500", tls: true });
+      const disagree = (a: string, b: string) => `${a} and ${b} disagree: they name the same setting; set one of them, or both to the same value`;
+      expect(problemsOf({ ...base, ZEEBE_ADDRESS: "a:26500", ZEEBE_GRPC_ADDRESS: "grpc://b:26500" })).to.deep.equal([disagree("ZEEBE_ADDRESS", "ZEEBE_GRPC_ADDRESS")]);
+      expect(problemsOf({ ...base, ZEEBE_GRPC_ADDRESS: "grpcs://b:443", ZEEBE_TLS: "false" })).to.deep.equal([
+        disagree("ZEEBE_TLS", "the scheme of ZEEBE_GRPC_ADDRESS (grpcs:// is TLS, grpc:// plaintext)"),
+      ]);
+      expect(problemsOf({ ...base, ZEEBE_ADDRESS: "b:443", ZEEBE_TLS: "true", CAMUNDA_SECURE_CONNECTION: "false" })).to.deep.equal([disagree("ZEEBE_TLS", "CAMUNDA_SECURE_CONNECTION")]);
+      const oauth = { ...base, ZEEBE_ADDRESS: "b:443", ZEEBE_CLIENT_ID: "c", ZEEBE_CLIENT_SECRET: "s" };
+      expect(problemsOf({ ...oauth, ZEEBE_OAUTH_URL: "https://a.example/token", CAMUNDA_OAUTH_URL: "https://b.example/token" })).to.deep.equal([disagree("ZEEBE_OAUTH_URL", "CAMUNDA_OAUTH_URL")]);
+      expect(problemsOf({ ...oauth, CAMUNDA_OAUTH_URL: "https://a.example/token", ZEEBE_TOKEN_AUDIENCE: "a", CAMUNDA_ZEEBE_OAUTH_AUDIENCE: "b" })).to.deep.equal([
+        disagree("ZEEBE_TOKEN_AUDIENCE", "CAMUNDA_ZEEBE_OAUTH_AUDIENCE"),
+      ]);
+      expect(problemsOf({ ...base, ZEEBE_GRPC_ADDRESS: "http://b:26500" })).to.deep.equal([
+        "ZEEBE_GRPC_ADDRESS: ZEEBE_GRPC_ADDRESS must be grpc://host:port (plaintext) or grpcs://host:port (TLS), like grpc://localhost:26500",
+      ]);
+    });
+
+    it("reads the BASIC and BEARER strategies, and refuses a strategy without its settings or beside another's", () => {
+      const zeebe = { ...base, ZEEBE_ADDRESS: "localhost:26500" };
+      const basic = loadConfig({ ...zeebe, CAMUNDA_AUTH_STRATEGY: "BASIC", CAMUNDA_BASIC_AUTH_USERNAME: "demo", CAMUNDA_BASIC_AUTH_PASSWORD: "pw-1" }).zeebe?.auth;
+      expect(basic?.strategy === "BASIC" && [basic.username, basic.password.reveal()]).to.deep.equal(["demo", "pw-1"]);
+      // Without CAMUNDA_AUTH_STRATEGY the strategy whose settings are given is taken.
+      const bearer = loadConfig({ ...zeebe, CAMUNDA_OAUTH_TOKEN: "tok-1" }).zeebe?.auth;
+      expect(bearer?.strategy === "BEARER" && bearer.token.reveal()).to.equal("tok-1");
+      expect(loadConfig({ ...zeebe, CAMUNDA_AUTH_STRATEGY: "NONE" }).zeebe?.auth).to.deep.equal({ strategy: "NONE" });
+      expect(problemsOf({ ...zeebe, CAMUNDA_AUTH_STRATEGY: "BASIC", CAMUNDA_BASIC_AUTH_USERNAME: "demo" })).to.deep.equal(["CAMUNDA_AUTH_STRATEGY=BASIC needs CAMUNDA_BASIC_AUTH_PASSWORD"]);
+      expect(problemsOf({ ...zeebe, CAMUNDA_AUTH_STRATEGY: "NONE", ZEEBE_CLIENT_ID: "c" })).to.deep.equal(["CAMUNDA_AUTH_STRATEGY=NONE does not use ZEEBE_CLIENT_ID (OAUTH): remove it, or choose OAUTH"]);
+      expect(problemsOf({ ...zeebe, CAMUNDA_OAUTH_TOKEN: "t", CAMUNDA_BASIC_AUTH_USERNAME: "u", CAMUNDA_BASIC_AUTH_PASSWORD: "p" })).to.deep.equal([
+        "CAMUNDA_BASIC_AUTH_USERNAME, CAMUNDA_BASIC_AUTH_PASSWORD (BASIC) and CAMUNDA_OAUTH_TOKEN (BEARER) are settings of different authentication strategies: set CAMUNDA_AUTH_STRATEGY and only its settings",
+      ]);
+      expect(problemsOf({ ...zeebe, CAMUNDA_AUTH_STRATEGY: "COOKIE" })).to.deep.equal([
+        "CAMUNDA_AUTH_STRATEGY: CAMUNDA_AUTH_STRATEGY must be one of OAUTH, BASIC, BEARER, NONE (COOKIE is not supported by the gRPC workers)",
+      ]);
+    });
+
+    it("reads a client certificate for mutual TLS (CAMUNDA_CUSTOM_CERT_CHAIN_PATH, CAMUNDA_CUSTOM_PRIVATE_KEY_PATH), both or none, with TLS only", () => {
+      const tls = { ...base, ZEEBE_GRPC_ADDRESS: "grpcs://zeebe:443" };
+      expect(loadConfig({ ...tls, CAMUNDA_CUSTOM_CERT_CHAIN_PATH: file, CAMUNDA_CUSTOM_PRIVATE_KEY_PATH: file }).zeebe?.mtls).to.deep.equal({ certChainPath: file, privateKeyPath: file });
+      expect(problemsOf({ ...tls, CAMUNDA_CUSTOM_CERT_CHAIN_PATH: file })).to.deep.equal(["CAMUNDA_CUSTOM_CERT_CHAIN_PATH and CAMUNDA_CUSTOM_PRIVATE_KEY_PATH go together (mutual TLS): set both, or none"]);
+      expect(problemsOf({ ...base, ZEEBE_ADDRESS: "zeebe:26500", CAMUNDA_CUSTOM_CERT_CHAIN_PATH: file, CAMUNDA_CUSTOM_PRIVATE_KEY_PATH: file })).to.deep.equal([
+        "CAMUNDA_CUSTOM_CERT_CHAIN_PATH and CAMUNDA_CUSTOM_PRIVATE_KEY_PATH (mutual TLS) need TLS: set ZEEBE_TLS=true or a grpcs:// ZEEBE_GRPC_ADDRESS",
+      ]);
+      expect(problemsOf({ ...tls, CAMUNDA_CUSTOM_CERT_CHAIN_PATH: file, CAMUNDA_CUSTOM_PRIVATE_KEY_PATH: "/no/such/key.pem" })).to.deep.equal([
+        "CAMUNDA_CUSTOM_PRIVATE_KEY_PATH: CAMUNDA_CUSTOM_PRIVATE_KEY_PATH must be a readable PEM file",
+      ]);
+    });
+  });
+
+  describe("Camunda 7 authentication (CAMUNDA_AUTH)", () => {
+    const base = { JWT_SECRET: SECRET };
+
+    it("takes the userinfo of CAMUNDA_URL as basic credentials and keeps the URL without it", () => {
+      const camunda7 = loadConfig({ ...base, CAMUNDA_URL: "http://demo:p%40ss@localhost:8080/engine-rest" }).camunda7;
+      expect(camunda7?.url).to.equal("http://localhost:8080/engine-rest");
+      expect(camunda7?.auth.kind === "basic" && [camunda7.auth.username, camunda7.auth.password.reveal()]).to.deep.equal(["demo", "p@ss"]);
+      const same = loadConfig({ ...base, CAMUNDA_URL: "http://demo:pw@localhost:8080/engine-rest", CAMUNDA_AUTH: "basic", CAMUNDA_USERNAME: "demo", CAMUNDA_PASSWORD: "pw" }).camunda7;
+      expect(same?.auth.kind).to.equal("basic");
+      expect(problemsOf({ ...base, CAMUNDA_URL: "http://demo:pw@localhost:8080/engine-rest", CAMUNDA_PASSWORD: "other" })).to.deep.equal([
+        "CAMUNDA_PASSWORD and the password in CAMUNDA_URL disagree: they name the same setting; set one of them, or both to the same value",
+      ]);
+      expect(problemsOf({ ...base, CAMUNDA_URL: "http://demo@localhost:8080/engine-rest" })).to.deep.equal(["CAMUNDA_USERNAME, CAMUNDA_PASSWORD go together (basic): set all of them, or none"]);
+    });
+
+    it("reads basic, a static bearer token and OAuth client credentials, and refuses each without its settings", () => {
+      const url = { ...base, CAMUNDA_URL: "https://engine.example/engine-rest" };
+      const basic = loadConfig({ ...url, CAMUNDA_AUTH: "basic", CAMUNDA_USERNAME: "u", CAMUNDA_PASSWORD: "p" }).camunda7?.auth;
+      expect(basic?.kind === "basic" && [basic.username, basic.password.reveal()]).to.deep.equal(["u", "p"]);
+      const bearer = loadConfig({ ...url, CAMUNDA_TOKEN: "static" }).camunda7?.auth;
+      expect(bearer?.kind === "bearer" && bearer.token.reveal()).to.equal("static");
+      const oauth = loadConfig({
+        ...url,
+        CAMUNDA_AUTH: "oauth",
+        CAMUNDA_TOKEN_URL: "https://login.example/token",
+        CAMUNDA_CLIENT_ID: "worker",
+        CAMUNDA_CLIENT_SECRET: "cs",
+        CAMUNDA_CLIENT_SCOPE: "engine",
+        CAMUNDA_CLIENT_AUDIENCE: "camunda-rest",
+      }).camunda7?.auth;
+      expect(oauth).to.deep.include({ kind: "oauth", url: "https://login.example/token", clientId: "worker", scope: "engine", audience: "camunda-rest" });
+      expect(oauth?.kind === "oauth" && oauth.clientSecret.reveal()).to.equal("cs");
+      expect(problemsOf({ ...url, CAMUNDA_AUTH: "bearer" })).to.deep.equal(["CAMUNDA_AUTH=bearer needs CAMUNDA_TOKEN"]);
+      expect(problemsOf({ ...url, CAMUNDA_AUTH: "oauth", CAMUNDA_CLIENT_ID: "w" })).to.deep.equal(["CAMUNDA_AUTH=oauth needs CAMUNDA_TOKEN_URL, CAMUNDA_CLIENT_SECRET"]);
+      expect(problemsOf({ ...url, CAMUNDA_AUTH: "basic", CAMUNDA_USERNAME: "u", CAMUNDA_PASSWORD: "p", CAMUNDA_TOKEN: "t" })).to.deep.equal([
+        "CAMUNDA_AUTH=basic does not use CAMUNDA_TOKEN (bearer): remove it, or choose bearer",
+      ]);
+      expect(problemsOf({ ...url, CAMUNDA_AUTH: "digest" })).to.deep.equal(["CAMUNDA_AUTH: CAMUNDA_AUTH must be one of none, basic, bearer, oauth"]);
+    });
+  });
+
+  it("holds every secret setting as a Secret: the configuration serialised or inspected shows none, and configSecrets lists them all", () => {
+    const secrets = ["jwt-secret-value-of-at-least-32-bytes!!", "c7-password", "zeebe-client-secret", "db-password"];
+    const config = loadConfig({
+      JWT_SECRET: secrets[0]!,
+      CAMUNDA_URL: `http://demo:${secrets[1]!}@localhost:8080/engine-rest`,
+      ZEEBE_ADDRESS: "localhost:26500",
+      ZEEBE_CLIENT_ID: "client",
+      ZEEBE_CLIENT_SECRET: secrets[2]!,
+      ZEEBE_OAUTH_URL: "http://localhost:1/token",
+      DATABASE_URL: `postgres://app:${secrets[3]!}@localhost:5432/db`,
+    });
+    const shown = JSON.stringify(config) + inspect(config, { depth: 10 }) + String(config.camunda7?.auth.kind === "basic" && config.camunda7.auth.password);
+    for (const secret of secrets.slice(0, 3)) expect(shown).not.to.contain(secret);
+    expect(config.auth.disabled === false && config.auth.key.kind === "secret" && config.auth.key.secret).to.be.instanceOf(Secret);
+    expect(configSecrets(config)).to.include.members(secrets);
+  });
+
+  it("never quotes a value in a problem (a secret in a setting that disagrees with another)", () => {
+    const problems = problemsOf({ JWT_SECRET: SECRET, CAMUNDA_URL: "http://demo:url-secret@localhost/engine-rest", CAMUNDA_PASSWORD: "env-secret", ZEEBE_ADDRESS: "z:1", ZEEBE_CLIENT_SECRET: "zeebe-secret" });
+    expect(problems).to.have.length(2);
+    for (const secret of ["url-secret", "env-secret", "zeebe-secret"]) expect(problems.join("\n")).not.to.contain(secret);
   });
 });

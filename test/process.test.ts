@@ -1,10 +1,12 @@
 import { request } from "node:http";
 import { connect } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
+import { loadConfig } from "../src/config.js";
 import { openDatabase } from "../src/db/database.js";
+import { demoEnvironment } from "../src/demo/environment.js";
 import { TEST_DATABASE_URL } from "./support/backends.js";
 import { freePort, startNode, type RunningProcess } from "./support/process.js";
 import { adminToken, TEST_JWT_SECRET } from "./support/tokens.js";
@@ -121,13 +123,40 @@ describe("the server process without configuration", function () {
   });
 });
 
+/** The error code of a TCP connection to host:port, or "connected". */
+function connectError(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve("connected");
+    });
+    socket.once("error", (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
 describe("the demo command", function () {
   this.timeout(150_000);
+  it("binds 127.0.0.1 unless HOST says otherwise; the production default stays 0.0.0.0", () => {
+    expect(demoEnvironment({}).HOST).to.equal("127.0.0.1");
+    expect(demoEnvironment({ HOST: " " }).HOST).to.equal("127.0.0.1");
+    expect(demoEnvironment({ HOST: "0.0.0.0", PORT: "1" })).to.deep.equal({ HOST: "0.0.0.0", PORT: "1" });
+    expect(loadConfig(demoEnvironment({ AUTH_DISABLED: "true" })).host).to.equal("127.0.0.1");
+    expect(loadConfig({ AUTH_DISABLED: "true" }).host).to.equal("0.0.0.0");
+  });
+
   it("starts on the embedded database with no environment, seeds demo data and prints a request that works", async () => {
     const dir = mkdtempSync(join(tmpdir(), "demo-"));
     const port = await freePort();
-    const demo = startNode("dist/src/demo.js", { DATA_DIR: dir, PORT: String(port), HOST: "127.0.0.1" });
+    // No HOST: the demo (which prints an admin token) listens on the loopback interface only.
+    const demo = startNode("dist/src/demo.js", { DATA_DIR: dir, PORT: String(port) });
     try {
+      const listening = await demo.waitFor(/"listening"/);
+      expect(listening).to.contain(`http://127.0.0.1:${port}`);
+      const outside = Object.values(networkInterfaces())
+        .flat()
+        .find((i) => i !== undefined && !i.internal && i.family === "IPv4");
+      if (outside !== undefined) expect(await connectError(outside.address, port), `${outside.address}:${port}`).to.equal("ECONNREFUSED");
       const tokenLine = await demo.waitFor(/export TOKEN=/);
       const requestLine = await demo.waitFor(/-d '\{"apiDefinitionExternalId"/);
       const browseLine = await demo.waitFor(/curl -s 'http:.*graph\/entities/);

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { CompiledCache } from "../compiled-cache.js";
 import type { GraphSession } from "../db/database.js";
+import { writeTransaction } from "../db/write-retry.js";
 import { ProblemError, type ProblemDetail } from "../errors.js";
 import type { QueryLimits } from "../graph/query/execute.js";
 import type { TimeSeries } from "../timeseries/service.js";
@@ -62,8 +63,8 @@ export class Calculations {
     return this.cache.compilations;
   }
 
-  private async check(tenant: string, input: CalculationDefinitionInput): Promise<CompiledCalculation> {
-    const stored = await store.reachableCalculations(this.knex, tenant, expressionUses(input));
+  private async check(tenant: string, input: CalculationDefinitionInput, knex: Knex = this.knex): Promise<CompiledCalculation> {
+    const stored = await store.reachableCalculations(knex, tenant, expressionUses(input));
     const { compiled, problems } = await checkCalculation(input, (externalId) => stored.get(externalId), this.limits.steps);
     if (compiled === undefined) {
       const first = problems[0];
@@ -73,8 +74,23 @@ export class Calculations {
   }
 
   async create(tenant: string, input: CalculationDefinitionInput): Promise<CalculationDefinition> {
-    await this.check(tenant, input);
-    return store.insertCalculation(this.knex, tenant, input);
+    return this.saveChecked(tenant, async (trx) => {
+      await this.check(tenant, input, trx);
+      return store.insertCalculation(trx, tenant, input);
+    });
+  }
+
+  /**
+   * A save, checked against what is committed: the check (references, cycles) and the write run
+   * in one transaction holding the tenant's calculation-graph lock, so saves of one tenant take
+   * turns. Without it, concurrent saves that together close a reference cycle each pass their
+   * check against the graph before the others' writes, and all are stored.
+   */
+  private saveChecked<T>(tenant: string, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+    return writeTransaction(this.knex, async (trx) => {
+      await store.lockCalculationGraph(trx, tenant);
+      return work(trx);
+    });
   }
 
   async get(tenant: string, externalId: string): Promise<CalculationDefinition> {
@@ -90,10 +106,12 @@ export class Calculations {
 
   async replace(tenant: string, externalId: string, input: CalculationDefinitionInput): Promise<CalculationDefinition> {
     if (input.externalId !== externalId) throw new ProblemError("INVALID_REQUEST", "the body's externalId must be the one in the path");
-    await this.check(tenant, input);
-    const replaced = await store.replaceCalculation(this.knex, tenant, externalId, input);
-    if (replaced === undefined) throw notFound(externalId);
-    return replaced;
+    return this.saveChecked(tenant, async (trx) => {
+      await this.check(tenant, input, trx);
+      const replaced = await store.replaceCalculation(trx, tenant, externalId, input);
+      if (replaced === undefined) throw notFound(externalId);
+      return replaced;
+    });
   }
 
   async delete(tenant: string, externalId: string): Promise<void> {

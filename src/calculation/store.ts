@@ -76,6 +76,17 @@ export async function reachableCalculations(knex: Knex, tenant: string, external
   return new Map(rows.map((r) => [r.external_id, toDefinition(r)]));
 }
 
+/**
+ * Takes the tenant's calculation-graph lock to the end of the transaction (a transaction-scoped
+ * advisory lock on a hash of the tenant): saves of one tenant's definitions take turns, so each
+ * checks references and cycles against what the ones before it committed. In a statement of its
+ * own, so that the reads after it (read committed: a snapshot per statement) see those commits.
+ * Another tenant's hash colliding only makes two tenants' saves take turns, never wrong.
+ */
+export async function lockCalculationGraph(trx: Knex.Transaction, tenant: string): Promise<void> {
+  await trx.raw("select pg_advisory_xact_lock(hashtext(?))", [`calculation-graph:${tenant}`]);
+}
+
 /** Replaces every field but the externalId. Undefined when there is none to replace. */
 export async function replaceCalculation(knex: Knex, tenant: string, externalId: string, input: CalculationDefinitionInput): Promise<CalculationDefinition | undefined> {
   const [row] = (await knex("calculation_definitions")

@@ -1,12 +1,13 @@
 import type { Knex } from "knex";
 import { CompiledCache } from "../compiled-cache.js";
 import type { GraphSession } from "../db/database.js";
-import { ProblemError, type ProblemDetail } from "../errors.js";
+import { invalidRequest, ProblemError, type ProblemDetail } from "../errors.js";
+import { isUuid } from "../input.js";
 import type { QueryParameters } from "../graph/query/compiler.js";
 import { executeGuardedQuery, executeQuery, type QueryLimits, type QueryOutput } from "../graph/query/execute.js";
 import type { EventDateRange } from "../timeseries/periods.js";
 import type { QueryOptions } from "../timeseries/query.js";
-import type { SeriesAnswer, TimeSeries } from "../timeseries/service.js";
+import { seriesRequestProblems, type SeriesAnswer, type SeriesRequest, type TimeSeries } from "../timeseries/service.js";
 import type { TransformPool } from "../transform/pool.js";
 import type { TransformInput, TransformLimits } from "../transform/transform.js";
 import { isHeaderParameter, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
@@ -182,9 +183,8 @@ export class ApiDefinitions {
       timelines.set(name, new Map([...series].map(([id, answer]) => [id, "buckets" in answer ? answer.buckets : answer.events])));
     }
     const events = async (itemId: unknown, options: unknown): Promise<unknown> => {
-      if (typeof itemId !== "string") throw new ProblemError("TRANSFORM_FAILED", "$events(itemId, options) needs an item id");
-      const request = (options ?? {}) as { eventDateRange?: EventDateRange; queryOptions?: QueryOptions };
-      const answer = (await this.timeSeries.series(caller.tenant, [itemId], request, now)).get(itemId.toLowerCase());
+      const { id, request } = eventsArguments(itemId, options);
+      const answer = (await this.timeSeries.series(caller.tenant, [id], request, now)).get(id);
       return answer === undefined ? null : "buckets" in answer ? answer.buckets : answer.events;
     };
     return { queryOutput, params, timelines, events };
@@ -215,6 +215,27 @@ export class ApiDefinitions {
       return { queryOutput, result: null, problems: err.errors ?? [{ path: "transform", message: err.message }] };
     }
   }
+}
+
+/**
+ * The arguments of one `$events(itemId, options)` call, checked as `POST /items/{itemId}/events/query`
+ * checks its path and body: they come from the transform and its caller's parameters, so a bad one
+ * is the caller's `400 INVALID_REQUEST` naming the argument (`$events.itemId`,
+ * `$events.options.<field>`), never a statement the database refuses.
+ */
+export function eventsArguments(itemId: unknown, options: unknown): { id: string; request: SeriesRequest } {
+  if (!isUuid(itemId)) throw invalidRequest("$events(itemId, options): itemId must be the uuid of an Item", "$events.itemId");
+  if (options !== undefined && options !== null && (typeof options !== "object" || Array.isArray(options))) {
+    throw invalidRequest('$events(itemId, options): options must be an object { "eventDateRange"?, "queryOptions"? }', "$events.options");
+  }
+  const { eventDateRange, queryOptions, ...other } = (options ?? {}) as { eventDateRange?: EventDateRange; queryOptions?: QueryOptions };
+  const problems: ProblemDetail[] = Object.keys(other).map((key) => ({ path: `$events.options.${key}`, message: "is not an option of $events()" }));
+  const request: SeriesRequest = { eventDateRange, queryOptions };
+  for (const problem of seriesRequestProblems(request)) problems.push({ ...problem, path: `$events.options.${problem.path ?? ""}`.replace(/\.$/, "") });
+  if (problems.length > 0) {
+    throw new ProblemError("INVALID_REQUEST", `$events(itemId, options): ${problems.map((p) => `${p.path} ${p.message}`).join("; ")}`, { errors: problems });
+  }
+  return { id: itemId.toLowerCase(), request };
 }
 
 /** A known definition's guard failed: the stored row is no longer the one it was compiled from. */

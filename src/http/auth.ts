@@ -10,12 +10,17 @@ export interface Principal {
   roles: string[];
   /** The tenants the token may act in (the configured tenants claim): `"*"` for every tenant. */
   tenants: "*" | ReadonlySet<string>;
+  /**
+   * When the token stops being accepted: its `exp` plus the clock skew, in epoch milliseconds
+   * (a live stream is closed then). Undefined when auth is disabled.
+   */
+  expiresAtMs: number | undefined;
 }
 
 export type Authenticator = (authorization: string | undefined) => Promise<Principal>;
 
 /** The principal every request gets when auth is disabled (development only). */
-export const developmentPrincipal: Principal = { userId: "developer", roles: ["admin"], tenants: "*" };
+export const developmentPrincipal: Principal = { userId: "developer", roles: ["admin"], tenants: "*", expiresAtMs: undefined };
 
 /** Whether the principal may act in `tenant` (contract §9). */
 export function mayActIn(principal: Principal, tenant: string): boolean {
@@ -29,7 +34,7 @@ export function mayActIn(principal: Principal, tenant: string): boolean {
  */
 export function createAuthenticator(auth: AuthConfig): Authenticator {
   if (auth.disabled) return async () => developmentPrincipal;
-  const verifyKey = auth.key.kind === "secret" ? auth.key.secret : auth.key.key;
+  const verifyKey = auth.key.kind === "secret" ? auth.key.secret.bytes() : auth.key.key;
   const options: JWTVerifyOptions = {
     algorithms: [auth.key.kind === "secret" ? "HS256" : auth.key.algorithm],
     clockTolerance: auth.clockSkewSeconds,
@@ -38,7 +43,7 @@ export function createAuthenticator(auth: AuthConfig): Authenticator {
   if (auth.issuer !== undefined) options.issuer = auth.issuer;
   if (auth.audience !== undefined) options.audience = auth.audience;
 
-  const verified = new VerifiedTokens(auth.clockSkewSeconds);
+  const verified = new VerifiedTokens();
   return async (authorization) => {
     const token = bearerToken(authorization);
     const known = verified.get(token);
@@ -56,8 +61,9 @@ export function createAuthenticator(auth: AuthConfig): Authenticator {
     const user = payload[auth.userClaim];
     const roles = Array.isArray(payload.roles) ? payload.roles.filter((r): r is string => typeof r === "string") : [];
     const tenants = readTenants(payload[auth.tenantsClaim], auth.tenantsClaim);
-    const principal: Principal = Object.freeze({ userId: typeof user === "string" || typeof user === "number" ? String(user) : undefined, roles: Object.freeze(roles) as string[], tenants });
-    verified.add(token, principal, payload.exp!);
+    const expiresAtMs = (payload.exp! + auth.clockSkewSeconds) * 1000;
+    const principal: Principal = Object.freeze({ userId: typeof user === "string" || typeof user === "number" ? String(user) : undefined, roles: Object.freeze(roles) as string[], tenants, expiresAtMs });
+    verified.add(token, principal);
     return principal;
   };
 }
@@ -70,21 +76,20 @@ export function createAuthenticator(auth: AuthConfig): Authenticator {
  * {@link MAX_VERIFIED_TOKENS}, the oldest dropped first.
  */
 class VerifiedTokens {
-  private readonly tokens = new Map<string, { principal: Principal; untilMs: number }>();
-
-  constructor(private readonly clockSkewSeconds: number) {}
+  private readonly tokens = new Map<string, Principal>();
 
   get(token: string): Principal | undefined {
-    const entry = this.tokens.get(token);
-    if (entry === undefined) return undefined;
-    if (Date.now() < entry.untilMs) return entry.principal;
+    const principal = this.tokens.get(token);
+    if (principal === undefined) return undefined;
+    if (Date.now() < principal.expiresAtMs!) return principal;
     this.tokens.delete(token);
     return undefined;
   }
 
-  add(token: string, principal: Principal, exp: number): void {
+  /** `principal.expiresAtMs` is set: only verified tokens are added. */
+  add(token: string, principal: Principal): void {
     if (this.tokens.size >= MAX_VERIFIED_TOKENS) this.tokens.delete(this.tokens.keys().next().value!);
-    this.tokens.set(token, { principal, untilMs: (exp + this.clockSkewSeconds) * 1000 });
+    this.tokens.set(token, principal);
   }
 }
 

@@ -12,6 +12,12 @@ export const CLOSE = {
   tooSlow: 4408,
 } as const;
 
+/** The reason a stream is closed with (4401) when its token's `exp` plus the clock skew has passed. */
+export const TOKEN_EXPIRED = "the token has expired; send a new auth message before exp to stay subscribed";
+
+/** The longest delay a Node timer takes (about 24.8 days); a later deadline is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** A close reason is at most 123 bytes (RFC 6455); longer ones are cut. */
 export function closeReason(text: string): string {
   let reason = text;
@@ -27,11 +33,15 @@ export function closeReason(text: string): string {
  *
  * While `held` (a resume sends the stored events first), live messages wait in order under the
  * same bound.
+ *
+ * A stream lives no longer than its token ({@link expireAt}): it is closed with 4401 when the
+ * token's `exp` plus the clock skew passes, unless a new token moved the deadline first.
  */
 export class StreamConnection implements Subscriber {
   private held: string[] | undefined;
   private heldBytes = 0;
   private ended = false;
+  private expiry: NodeJS.Timeout | undefined;
   /** Set by the ping round; cleared when a pong comes back. */
   awaitingPong = false;
 
@@ -44,15 +54,16 @@ export class StreamConnection implements Subscriber {
     socket.on("pong", () => {
       this.awaitingPong = false;
     });
+    socket.once("close", () => clearTimeout(this.expiry));
   }
 
   get open(): boolean {
     return !this.ended && this.socket.readyState === this.socket.OPEN;
   }
 
-  send(text: string): void {
+  /** Checks the bound before the socket frames anything: a subscriber at it is dropped, not written to. */
+  send(text: string, bytes = Buffer.byteLength(text)): void {
     if (!this.open) return;
-    const bytes = Buffer.byteLength(text);
     if (this.held !== undefined) {
       if (this.heldBytes + bytes > this.bufferBytes) return this.drop();
       this.held.push(text);
@@ -87,11 +98,26 @@ export class StreamConnection implements Subscriber {
     return true;
   }
 
+  /**
+   * Closes the stream with 4401 once `untilMs` (epoch ms: the token's `exp` plus the clock skew)
+   * has passed; undefined (auth disabled) sets no deadline. A later call replaces the deadline.
+   */
+  expireAt(untilMs: number | undefined): void {
+    clearTimeout(this.expiry);
+    this.expiry = undefined;
+    if (untilMs === undefined || this.ended) return;
+    const wait = untilMs - Date.now();
+    if (wait <= 0) return this.close(CLOSE.unauthenticated, TOKEN_EXPIRED);
+    this.expiry = setTimeout(() => this.expireAt(untilMs), Math.min(wait, MAX_TIMER_MS));
+    this.expiry.unref();
+  }
+
   /** Closes with a code and reason; the socket is ended if the peer does not answer within the grace. */
   close(code: number, reason: string): void {
     if (this.ended) return;
     this.ended = true;
     this.held = undefined;
+    clearTimeout(this.expiry);
     if (this.socket.readyState === this.socket.OPEN || this.socket.readyState === this.socket.CONNECTING) this.socket.close(code, closeReason(reason));
     const timer = setTimeout(() => this.socket.terminate(), this.graceMs);
     timer.unref();

@@ -33,7 +33,7 @@ export function calendarPeriod(t: number, unit: CalendarUnit, zone: string): num
   return periodIndex(t + offsetMs(zone, t), unit);
 }
 
-/** The instant a calendar period starts: its local midnight, resolved as PostgreSQL's `date_trunc(…, zone)` does. */
+/** The instant a calendar period starts: the first instant of its local midnight (a skipped midnight: the change). */
 export function calendarPeriodStart(index: number, unit: CalendarUnit, zone: string): number {
   return localToInstant(zone, periodStartLocal(index, unit));
 }

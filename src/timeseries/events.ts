@@ -135,6 +135,24 @@ function textMap(value: unknown): Record<string, string> | undefined {
   return entries.every(([, v]) => typeof v === "string") ? (Object.fromEntries(entries) as Record<string, string>) : undefined;
 }
 
+/** A fraction of a second with a digit other than 0 past the third: finer than the millisecond the service keeps. */
+const FINER_THAN_MS = /[.,]\d{3}0*[1-9]/;
+
+/**
+ * The instant of an ingested field, or why not. Digits finer than a millisecond are accepted when
+ * they are zeros (`…:00.123000Z`) and refused otherwise, never cut: two events a microsecond apart
+ * would otherwise replace each other (shared/SEMANTICS.md, "Edges, fixed").
+ */
+function ingestedInstant(field: string, value: unknown): Date | ParsedEvent {
+  const at = instant(value);
+  if (at === undefined) return { ok: false, field, message: `${field} ${JSON.stringify(value)} is not an ISO-8601 date-time` };
+  if ((value as string).length >= 24 && FINER_THAN_MS.test(value as string)) {
+    return { ok: false, field, message: `${field} ${JSON.stringify(value)} has digits finer than a millisecond that are not zeros; the service keeps milliseconds and does not cut them` };
+  }
+  if (!instantInRange(at.getTime())) return outOfRange(field, value);
+  return at;
+}
+
 function outOfRange(field: string, value: unknown): ParsedEvent {
   return { ok: false, field, message: `${field} ${JSON.stringify(value)} is outside the accepted dates, ${INSTANT_RANGE_TEXT}` };
 }
@@ -154,9 +172,8 @@ export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, num
   const e = raw as Record<string, unknown>;
   const itemId = itemIdFromPath ?? e.itemId;
   if (!isUuid(itemId)) return { ok: false, field: "itemId", message: "itemId must be the uuid of an Item" };
-  const timestamp = instant(e.timestamp);
-  if (timestamp === undefined) return { ok: false, field: "timestamp", message: `timestamp ${JSON.stringify(e.timestamp)} is not an ISO-8601 date-time` };
-  if (!instantInRange(timestamp.getTime())) return outOfRange("timestamp", e.timestamp);
+  const timestamp = ingestedInstant("timestamp", e.timestamp);
+  if (!(timestamp instanceof Date)) return timestamp;
   let value = e.value;
   if (numericStrings && typeof value === "string" && value.trim() !== "") value = Number(value);
   if (typeof value !== "number" || !Number.isFinite(value)) return { ok: false, field: "value", message: `value ${JSON.stringify(e.value)} is not a finite number` };
@@ -190,9 +207,8 @@ export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, num
   const metas: Record<"entry" | "exit" | "from" | "to", Date | null> = { entry: null, exit: null, from: null, to: null };
   for (const name of ["entry", "exit", "from", "to"] as const) {
     if (e[name] === undefined || e[name] === null) continue;
-    const at = instant(e[name]);
-    if (at === undefined) return { ok: false, field: name, message: `${name} ${JSON.stringify(e[name])} is not an ISO-8601 date-time` };
-    if (!instantInRange(at.getTime())) return outOfRange(name, e[name]);
+    const at = ingestedInstant(name, e[name]);
+    if (!(at instanceof Date)) return at;
     metas[name] = at;
   }
   return {

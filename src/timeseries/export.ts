@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { eventJson, eventsInRange, type EventJson, type EventRow, type QueryOptions } from "./query.js";
 import type { ResolvedRange } from "./periods.js";
+import { neutraliseCell } from "./csv-cells.js";
 
 /** Rows read per statement while streaming: memory holds one page, never the export. */
 const PAGE = 2000;
@@ -66,18 +67,22 @@ export async function deleteEvents(knex: Knex, tenant: string, itemId: string, f
  */
 export const CSV_HEADER = ["timestamp", "value", "sourceId", "tags", "entry", "exit", "from", "to"];
 
-/** One event as a CSV line (RFC 4180): tags joined by `|`, as an upload reads them. */
+/**
+ * One event as a CSV line (RFC 4180): tags joined by `|`, as an upload reads them; the text cells
+ * neutralised against spreadsheet formulas (csv-cells.ts), which an upload undoes.
+ */
 export function csvLine(event: EventJson): string {
   const cell = (v: string | number | undefined): string => {
     if (v === undefined) return "";
     const text = String(v);
     return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
   };
+  const textCell = (v: string | undefined) => cell(v === undefined ? undefined : neutraliseCell(v));
   return `${[
     cell(event.timestamp),
     cell(event.value),
-    cell(event.sourceId),
-    cell(event.tags?.join("|")),
+    textCell(event.sourceId),
+    textCell(event.tags?.join("|")),
     cell(event.entry),
     cell(event.exit),
     cell(event.from),

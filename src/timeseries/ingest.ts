@@ -13,6 +13,13 @@ const BATCH = 5000;
 const MAX_LISTED = 100;
 /** Rows read between two turns of the event loop while a batch is being written. */
 const YIELD_EVERY = 500;
+/**
+ * Rows per statement on the embedded database. PGlite runs a statement on this thread, in one go: a
+ * batch of 5,000 rows held it 100–400 ms (up to 0.8 s measured on a loaded machine), and `/health`
+ * with it (issue 24). A statement of 1,000 rows holds it 20–80 ms (at most 0.2 s measured there);
+ * the event loop turns between two. Smaller statements cost throughput (500 rows: about a fifth).
+ */
+const EMBEDDED_STATEMENT_ROWS = 1000;
 
 export interface IngestOptions {
   /** The item every event belongs to (`POST /items/{itemId}/events`); else each event names its own. */
@@ -245,12 +252,11 @@ const UPSERT = `on conflict (tenant, item_id, ts, source_id) do update set
 async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): Promise<number> {
   if (events.length === 0) return 0;
   const postgres = isPostgresKnex(knex);
-  const source = postgres ? undefined : arraysOf(tenant, events);
   if (await appendsOnly(knex, tenant, events)) {
     await knex.raw("savepoint ingest_batch");
     try {
-      if (source === undefined) await copyFromStdin(knex, `copy events (${EVENT_COLUMNS}) from stdin with (format csv)`, csvLines(tenant, events));
-      else await knex.raw(`insert into events (${EVENT_COLUMNS}) ${source.sql}`, source.bindings);
+      if (postgres) await copyFromStdin(knex, `copy events (${EVENT_COLUMNS}) from stdin with (format csv)`, csvLines(tenant, events));
+      else await insertInSlices(knex, tenant, events, "");
       await knex.raw("release savepoint ingest_batch");
       return events.length;
     } catch (err) {
@@ -258,13 +264,22 @@ async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): P
       await knex.raw("rollback to savepoint ingest_batch");
     }
   }
-  if (source === undefined) {
+  if (postgres) {
     await knex.raw(`create temporary table if not exists events_staging (like events) on commit drop`);
     await knex.raw(`truncate events_staging`);
     await copyFromStdin(knex, `copy events_staging (${EVENT_COLUMNS}) from stdin with (format csv)`, csvLines(tenant, events));
     await knex.raw(`insert into events (${EVENT_COLUMNS}) select ${EVENT_COLUMNS} from events_staging ${UPSERT}`);
-  } else await knex.raw(`insert into events (${EVENT_COLUMNS}) ${source.sql} ${UPSERT}`, source.bindings);
+  } else await insertInSlices(knex, tenant, events, UPSERT);
   return events.length;
+}
+
+/** The embedded database's write: statements of {@link EMBEDDED_STATEMENT_ROWS} rows as arrays, the event loop turning between them. */
+async function insertInSlices(knex: Knex, tenant: string, events: EventRecord[], onConflict: string): Promise<void> {
+  for (let k = 0; k < events.length; k += EMBEDDED_STATEMENT_ROWS) {
+    if (k > 0) await setImmediate();
+    const source = arraysOf(tenant, events.slice(k, k + EMBEDDED_STATEMENT_ROWS));
+    await knex.raw(`insert into events (${EVENT_COLUMNS}) ${source.sql} ${onConflict}`, source.bindings);
+  }
 }
 
 /** A CSV field: quoted, inner quotes doubled (an empty unquoted field is NULL). */

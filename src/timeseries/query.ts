@@ -245,8 +245,9 @@ export async function aggregateEvents(knex: Knex, tenant: string, timeline: Time
     needs(["max"]) ? "max(value) as max" : "null as max",
     needs(["sum"]) ? "sum(value) as sum" : "null as sum",
     needs(["cardinality"]) ? "count(distinct value)::int as cardinality" : "0 as cardinality",
-    needs(["open", "diff"]) ? "(array_agg(value order by ts, source_id))[1] as open" : "null as open",
-    needs(["close", "diff"]) ? "(array_agg(value order by ts desc, source_id desc))[1] as close" : "null as close",
+    // Ties at one instant: by sourceId (absent, '', first), then by item (pooled timelines) — never the order rows come in.
+    needs(["open", "diff"]) ? "(array_agg(value order by ts, source_id, item_id))[1] as open" : "null as open",
+    needs(["close", "diff"]) ? "(array_agg(value order by ts desc, source_id desc, item_id desc))[1] as close" : "null as close",
   ];
   const rows = (await knex
     .select(knex.raw(columns.join(", ")))
@@ -261,10 +262,14 @@ export async function aggregateEvents(knex: Knex, tenant: string, timeline: Time
       throw overflow(err, metric);
     })) as (BucketRow & { item: string })[];
   const byKey = new Map<string, Map<number, BucketRow>>();
+  // date_trunc labels a day whose midnight the clocks pass twice with the second midnight; the
+  // bucket starts at the first (shared/SEMANTICS.md): the group is the same local period, relabelled.
+  const calendar = fixedLengthMs(interval) === undefined;
   for (const row of rows) {
     const key = row.item;
     if (!byKey.has(key)) byKey.set(key, new Map());
-    byKey.get(key)!.set(row.bucket.getTime(), row);
+    const start = calendar ? bucketStart(row.bucket.getTime(), interval, range.zone) : row.bucket.getTime();
+    byKey.get(key)!.set(start, row);
   }
 
   // diff starts from the last event before the range, per timeline.
@@ -276,7 +281,7 @@ export async function aggregateEvents(knex: Knex, tenant: string, timeline: Time
       .andWhere("ts", "<", range.from.toJSDate());
     for (const predicate of filterPredicates(options.filter)) query.andWhereRaw(predicate.sql, predicate.bindings);
     const last = (await (single
-      ? query.orderBy([{ column: "ts", order: "desc" }, { column: "source_id", order: "desc" }]).limit(1).select(knex.raw("'' as item"), "value")
+      ? query.orderBy([{ column: "ts", order: "desc" }, { column: "source_id", order: "desc" }, { column: "item_id", order: "desc" }]).limit(1).select(knex.raw("'' as item"), "value")
       : query.distinctOn("item_id").orderBy([{ column: "item_id" }, { column: "ts", order: "desc" }, { column: "source_id", order: "desc" }]).select("item_id as item", "value"))) as {
       item: string;
       value: number;

@@ -37,6 +37,18 @@ export function seriesRequestProblems(request: SeriesRequest): ProblemDetail[] {
   return problems;
 }
 
+/**
+ * The item ids of a series read, lower-cased, each once. Every read that takes ids from outside
+ * (a transform's `$events()`, a timeline, a calculation's scope) passes here, so an id that is not a
+ * uuid is the caller's `400`, never a statement the database refuses with a 500.
+ */
+function distinctItemIds(itemIds: readonly unknown[]): string[] {
+  itemIds.forEach((id, i) => {
+    if (!isUuid(id)) throw invalidRequest("must be the uuid of an Item", `itemIds[${i}]`);
+  });
+  return [...new Set((itemIds as string[]).map((id) => id.toLowerCase()))];
+}
+
 /** Computes a derived series: the calculation named by an Item's ItemDefinition (given by the composition root). */
 export type Deriver = (tenant: string, calculationExternalId: string, request: SeriesRequest) => Promise<SeriesAnswer | { value: number | null }>;
 
@@ -91,7 +103,7 @@ export class TimeSeries {
     const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
     const options = request.queryOptions ?? {};
     checkQueryOptions(options);
-    const ids = [...new Set(itemIds.map((id) => id.toLowerCase()))];
+    const ids = distinctItemIds(itemIds);
     const answer = new Map<string, SeriesAnswer>();
     if (options.aggregation !== undefined) {
       for (const [id, buckets] of await aggregateEvents(this.knex, tenant, { kind: "each", itemIds: ids }, range, options)) answer.set(id, { buckets });
@@ -104,7 +116,7 @@ export class TimeSeries {
   /** One aggregated timeline over all the events of the items (a calculation's open/close across items). */
   async singleTimeline(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock()): Promise<BucketJson[]> {
     const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
-    const ids = [...new Set(itemIds.map((id) => id.toLowerCase()))];
+    const ids = distinctItemIds(itemIds);
     const options = request.queryOptions ?? {};
     checkQueryOptions(options);
     return (await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: ids }, range, options)).get("")!;

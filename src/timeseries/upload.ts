@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import { CsvError, parse } from "csv-parse";
 import { ProblemError } from "../errors.js";
 import { parseJson } from "../json.js";
+import { CSV_TEXT_COLUMNS, restoreCell } from "./csv-cells.js";
 
 /** A row of an upload that could not even be read (bad JSON, a CSV line of the wrong width). */
 export class UnreadableRow {
@@ -124,7 +125,8 @@ export async function* csvRows(stream: Readable, maxRowBytes: number): AsyncGene
       header.forEach((name, k) => {
         const cell = record[k]!;
         if (cell === "") return;
-        row[name] = name === "tags" ? cell.split("|") : cell;
+        const text = CSV_TEXT_COLUMNS.has(name) ? restoreCell(cell) : cell;
+        row[name] = name === "tags" ? text.split("|") : text;
       });
       yield row;
     }

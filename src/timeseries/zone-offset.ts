@@ -24,16 +24,19 @@ export function offsetMs(zone: string, t: number): number {
 }
 
 /**
- * The instant of a local wall-clock time (milliseconds as if the wall clock were UTC), resolved
- * as PostgreSQL does, so that our bucket starts are the ones `date_trunc(…, zone)` gives: a time
- * the clocks skip takes the offset in force before the change; a time they pass twice, the one
- * after it. A change is looked for within a day either side (the offsets there differ); zones
- * do not change twice within two days.
+ * The first instant of a local wall-clock time (milliseconds as if the wall clock were UTC): a
+ * time the clocks pass twice is its first passing (the offset before the change), so a calendar
+ * bucket starts at the first instant its local date begins (shared/SEMANTICS.md, "Edges, fixed");
+ * a time the clocks skip is the change itself (the offset before it, as PostgreSQL reads it). A
+ * change is looked for within a day either side (the offsets there differ); zones do not change
+ * twice within two days. (PostgreSQL's `date_trunc(…, zone)` takes the *second* passing; the
+ * aggregation relabels its groups with these starts.)
  */
 export function localToInstant(zone: string, localMs: number): number {
   const before = offsetMs(zone, localMs - DAY_MS);
   const after = offsetMs(zone, localMs + DAY_MS);
   if (before === after) return localMs - before;
+  if (offsetMs(zone, localMs - before) === before) return localMs - before;
   if (offsetMs(zone, localMs - after) === after) return localMs - after;
   return localMs - before;
 }

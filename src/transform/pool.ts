@@ -206,7 +206,10 @@ export class TransformPool {
       reply({ kind: "eventsReply", callId: call.callId, problem: { code: "TRANSFORM_FAILED", message: "$events() is not available here" } });
       return;
     }
-    state.input.events(call.itemId, call.options).then(
+    const events = state.input.events;
+    // Through a promise: a source that throws at once is refused like one that rejects, never thrown
+    // into the channel's handler (where nothing would answer the waiting process).
+    Promise.resolve().then(() => events(call.itemId, call.options)).then(
       (value) => reply({ kind: "eventsReply", callId: call.callId, value }),
       (err: unknown) => {
         const problem = toProblemError(err);

@@ -1,3 +1,4 @@
+import type { PGlite } from "@electric-sql/pglite";
 import { expect } from "chai";
 import { openDatabase, type Database } from "../../src/db/database.js";
 import { DatabaseTimeoutError } from "../../src/db/timeouts.js";
@@ -12,7 +13,7 @@ describe("the database probe of /health and /ready (embedded database)", functio
   });
   after(() => db.close());
 
-  it("gives up after the probe time-out while the one connection is held, shares one probe among callers, and answers again once it is free", async () => {
+  it("answers while a transaction holds knex's one connection: the probe asks PGlite itself, between two statements", async () => {
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => (release = resolve));
     const held = db.knex.transaction(async (trx) => {
@@ -20,6 +21,27 @@ describe("the database probe of /health and /ready (embedded database)", functio
       await gate;
     });
     try {
+      await db.ping();
+    } finally {
+      release();
+      await held;
+    }
+  });
+
+  it("gives up after the probe time-out while PGlite is held, shares one probe among callers, and answers again once it is free", async () => {
+    // PGlite's one session, held by a transaction of its own (not knex's): the probe waits for it.
+    const pglite = (await db.knex.client.acquireConnection()) as PGlite;
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered: () => void = () => {};
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const held = pglite.transaction(async (tx) => {
+      await tx.query("select 1");
+      entered();
+      await gate;
+    });
+    try {
+      await inside;
       const [first, second] = [db.ping(), db.ping()];
       expect(first).to.equal(second);
       const err = await first.then(
@@ -32,8 +54,27 @@ describe("the database probe of /health and /ready (embedded database)", functio
     } finally {
       release();
       await held;
+      await db.knex.client.releaseConnection(pglite);
     }
     await db.ping();
+  });
+
+  it("counts a transaction that has failed as an answer", async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let failed: () => void = () => {};
+    const aborted = new Promise<void>((resolve) => (failed = resolve));
+    const held = db.knex.transaction(async (trx) => {
+      await trx.raw("select 1/0").catch(() => failed());
+      await gate;
+    });
+    try {
+      await aborted;
+      await db.ping();
+    } finally {
+      release();
+      await held.catch(() => undefined);
+    }
   });
 });
 

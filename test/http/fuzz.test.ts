@@ -138,6 +138,17 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
       transform: "$",
     };
     await call(operator, tenant, "POST", "/api-definitions", apiBody);
+    // A caller's parameter handed to a bound function: requested (by tokens without any role too) with hostile ids.
+    const eventsApi = `${mark}-events-${randomUUID()}`;
+    const eventsApiBody = {
+      name: `${mark} events`,
+      externalId: eventsApi,
+      active: true,
+      data: { queryParameters: [{ name: "id", type: "string" }] },
+      query: `Agreement ?a; entity:key "${key}".`,
+      transform: "$events(${id}, {})",
+    };
+    await call(operator, tenant, "POST", "/api-definitions", eventsApiBody);
     const calculation = `${mark}-calc-${randomUUID()}`;
     const calculationBody = {
       externalId: calculation,
@@ -153,7 +164,7 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
       },
     };
     await call(operator, tenant, "POST", "/calculation-definitions", calculationBody);
-    return { apiBody, calculationBody, key, agreement, item, api, calculation, values: [key, secretValue, source, api, calculation, agreement, item, `${mark}-unit`, `${mark}-tag`] };
+    return { apiBody, eventsApiBody, calculationBody, key, agreement, item, api, eventsApi, calculation, values: [key, secretValue, source, api, eventsApi, calculation, agreement, item, `${mark}-unit`, `${mark}-tag`] };
   }
 
   /**
@@ -169,6 +180,7 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
     await send("POST", `/items/${seeded.item}/events`, { events: [0, 1, 2, 3].map((h) => ({ timestamp: `2024-01-01T0${h}:30:00Z`, value: h + 0.5 })) });
     for (const [path, body] of [
       ["/api-definitions", seeded.apiBody],
+      ["/api-definitions", seeded.eventsApiBody],
       ["/calculation-definitions", seeded.calculationBody],
     ] as const) {
       const res = await send("PUT", `${path}/${body.externalId}`, body);
@@ -251,6 +263,36 @@ describeEachBackend("OpenAPI-driven fuzzer", (ctx) => {
     expect(ownRows, "answers holding the first tenant's own rows").to.be.greaterThan(CASES / 100);
     // Every operation of the description was reached.
     expect([...byRoute.keys()]).to.have.members(routes.map((r) => r.op.operationId));
+  });
+
+  it("answers transforms that call the bound functions ($events, timelines) with hostile arguments without a 5xx, run unsaved or requested by a caller without any role", async function () {
+    this.timeout(600_000);
+    const tenant = randomTenant();
+    const a = await seed(tenant, "alpha");
+    const known = { tenantA: tenant, tenantB: tenant, a };
+    const hints = domainHints(known, true);
+    const admin = await hsToken({ roles: ["admin"], tenants: [tenant], sub: "fuzzer" });
+    const roleless = await hsToken({ roles: [], tenants: [tenant], sub: "fuzzer" });
+    const query = fc.constantFrom(`Agreement ?a; entity:key "${a.key}"; link:meter Item:?i.`, "Agreement ?a; link:meter Item:?i.");
+    const cases = fc.oneof(
+      fc
+        .record({ transform: hints.transform!, data: hints.data!, query })
+        .map(({ transform, data, query }) => ({ url: "/api-definitions/test", token: admin, body: { definition: { query, transform, data }, queryParameters: {} } })),
+      hints.queryParameters!.map((queryParameters) => ({ url: "/task-backend/tasks/energy/api/request", token: roleless, body: { apiDefinitionExternalId: a.eventsApi, queryParameters } })),
+    );
+    const runs = Math.max(200, Math.floor(CASES / 10));
+    const failures: string[] = [];
+    const statuses = new Map<number, number>();
+    for (const [index, c] of fc.sample(cases, { seed: SEED, numRuns: runs }).entries()) {
+      const res = await server.app.inject({ method: "POST", url: c.url, headers: { authorization: `Bearer ${c.token}`, "x-tenant-id": tenant }, payload: c.body });
+      statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+      if (res.statusCode >= 500 && failures.length < 5) failures.push(`case ${index}: POST ${c.url} ${JSON.stringify(c.body).slice(0, 400)}\n    answer ${res.body.slice(0, 300)}`);
+    }
+    console.log(`      ${runs} bound-function cases on ${ctx.name} (FUZZ_SEED=${SEED}); statuses: ${[...statuses.entries()].sort().map(([s, n]) => `${s}×${n}`).join(", ")}`);
+    expect(failures, `FUZZ_SEED=${SEED}\n${failures.join("\n")}`).to.deep.equal([]);
+    // The cases reach evaluation: some answer with a result.
+    expect(statuses.get(200) ?? 0).to.be.greaterThan(runs / 10);
+    expect((await server.app.inject({ method: "GET", url: "/health" })).statusCode).to.equal(200);
   });
 });
 
@@ -359,7 +401,7 @@ interface Known {
   tenantB: string;
   /** An item of the first tenant for the uploads of {@link uploadAttacks} only. */
   uploadItem?: string;
-  a: { key: string; agreement: string; item: string; api: string; calculation: string };
+  a: { key: string; agreement: string; item: string; api: string; eventsApi: string; calculation: string };
 }
 
 function caseArbitrary(routes: Route[], tokens: Token[], known: Known, limits: Limits): fc.Arbitrary<Case> {
@@ -680,6 +722,7 @@ function domainHints(known: Known, hostile: boolean): Hints {
     },
     { requiredKeys: [] },
   );
+  const boundCalls = boundFunctionCalls(a.item, hostile, { eventDateRange, queryOptions, date });
   return {
     eventDateRange,
     queryOptions,
@@ -692,14 +735,21 @@ function domainHints(known: Known, hostile: boolean): Hints {
         // Any open member may nest as deep as a client cares to send.
         note: deepOrText,
         queryParameters: fc.array(fc.record({ name: text, type: or(some(["string", "number", "boolean"]), text) }), { maxLength: 2 }),
+        timelineParameters: or(fc.array(fc.record({ name: some(["t", "u"]), eventDateRange, queryOptions }, { requiredKeys: ["name"] }), { maxLength: 2 }), anyValue),
       },
       { requiredKeys: [] },
     ),
     calculationType: or(some(["EXPRESSION", "STATE-EXPRESSION", "CALCULATION"]), text),
     query: or(some(["Agreement ?a; link:meter Item:?i.", `Agreement ?a; entity:key "\${key}"; link:meter Item:?i.`, "Agreement ?a.", "Item ?i; entity:id ?i."]), text),
-    transform: or(some(["$", "", "{ 'n': $count(a) }", "$eval('1+1')", "$sum(i.value)", "result(?a) { $ }", "$$.constructor", "$string($).length"]), text),
-    queryParameters: or(fc.record({ key: or(fc.constant(a.key), text) }, { requiredKeys: [] }), anyValue),
-    apiDefinitionExternalId: fc.oneof({ weight: 3, arbitrary: fc.constant(a.api) }, { weight: 1, arbitrary: text }),
+    transform: fc.oneof(
+      { weight: 2, arbitrary: or(some(["$", "", "{ 'n': $count(a) }", "$eval('1+1')", "$sum(i.value)", "result(?a) { $ }", "$$.constructor", "$string($).length"]), text) },
+      { weight: 3, arbitrary: boundCalls.transform },
+    ),
+    queryParameters: fc.oneof(
+      or(fc.record({ key: or(fc.constant(a.key), text) }, { requiredKeys: [] }), anyValue),
+      fc.record({ id: boundCalls.argument }),
+    ),
+    apiDefinitionExternalId: fc.oneof({ weight: 3, arbitrary: fc.constant(a.api) }, { weight: 2, arbitrary: fc.constant(a.eventsApi) }, { weight: 1, arbitrary: text }),
     externalId: or(fc.oneof({ weight: 2, arbitrary: some([a.api, a.calculation]) }, { weight: 1, arbitrary: fc.stringMatching(/^[a-z0-9-]{1,20}$/) }), hostileString),
     itemId: or(fc.oneof({ weight: 3, arbitrary: fc.constant(a.item) }, { weight: 1, arbitrary: fc.uuid() }), hostileString),
     itemIds: fc.array(or(fc.oneof(fc.constant(a.item), fc.uuid()), hostileString), { maxLength: 3 }),
@@ -710,4 +760,59 @@ function domainHints(known: Known, hostile: boolean): Hints {
     // Upserted entities and links: the first tenant's own types and keys, so links find their ends.
     relation: or(fc.constant("meter"), text),
   };
+}
+
+/** Nested `depth` levels deep: `{"a": {"a": … 1}}` or `[[… 1]]`. */
+function nested(depth: number, kind: "object" | "array"): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = kind === "object" ? { a: value } : [value];
+  return value;
+}
+
+/**
+ * Transforms that call the bound functions — `$events(itemId, options)` and the timelines of
+ * `data.timelineParameters` (`name: id` inside `result()`) — with the item's own id and good options,
+ * or (when hostile) ids and options of every wrong kind: other types, huge and multi-byte ids,
+ * nested objects, bad dates and ranges. The argument alone serves as a caller's `${id}` parameter.
+ */
+function boundFunctionCalls(
+  item: string,
+  hostile: boolean,
+  hints: { eventDateRange: fc.Arbitrary<unknown>; queryOptions: fc.Arbitrary<unknown>; date: fc.Arbitrary<unknown> },
+): { transform: fc.Arbitrary<string>; argument: fc.Arbitrary<unknown> } {
+  const goodId = fc.oneof({ weight: 3, arbitrary: fc.constant(item) }, { weight: 1, arbitrary: fc.constant(item.toUpperCase()) }, { weight: 1, arbitrary: fc.uuid() });
+  const badId = fc.oneof(
+    hostileString,
+    fc.constantFrom(...hostileNumbers, ...hostileDates, null, true, [], {}, [item], { id: item }),
+    fc.string({ maxLength: 40, unit: "grapheme" }),
+    fc.constantFrom("x", `${item}x`, ` ${item}`, item.replace(/-/g, ""), "00000000-0000-0000-0000-00000000000g", "é".repeat(1_000), "漢".repeat(1_000), "😀".repeat(2_000)),
+    fc.constantFrom(nested(50, "object"), nested(50, "array"), nested(400, "object")),
+    anyValue,
+  );
+  const argument = hostile ? fc.oneof({ weight: 1, arbitrary: goodId }, { weight: 3, arbitrary: badId }) : goodId;
+  const options = fc.oneof(
+    fc.record({ eventDateRange: hints.eventDateRange, queryOptions: hints.queryOptions }, { requiredKeys: [] }),
+    fc.record({ eventDateRange: fc.record({ period: fc.constant("Custom range"), from: hints.date, to: hints.date, timeZone: fc.constantFrom("UTC", "America/Havana", "Australia/Lord_Howe", "Mars/Olympus") }) }),
+    ...(hostile ? [anyValue, fc.constantFrom(nested(50, "object"), { eventDateRange: nested(30, "object") }, { queryOptions: { filters: nested(30, "array") } }, { limit: 5 })] : []),
+  );
+  /** As JSONata source: JSON is a JSONata literal (NaN and Infinity become null, as JSON has them). */
+  const literal = (value: unknown) => JSON.stringify(value) ?? "null";
+  const events = fc
+    .tuple(argument, fc.option(options, { freq: 4 }), fc.constantFrom("", "$count", "$string"))
+    .map(([id, opts, wrap]) => {
+      const call = `$events(${literal(id)}${opts === null ? "" : `, ${literal(opts)}`})`;
+      return wrap === "" ? call : `${wrap}(${call})`;
+    });
+  // The entity's own id, and ids the transform makes up from it.
+  const fromQuery = fc
+    .tuple(fc.constantFrom("i.id", "a.id", "$uppercase(i.id)", "i.id & 'x'", "i", "$number(i.id)", "[i.id, i.id]", "{ 'id': i.id }"), fc.option(options, { freq: 2 }))
+    .map(([id, opts]) => `$events(${id}${opts === null ? "" : `, ${literal(opts)}`})`);
+  const timelines = fc.constantFrom("{ 'meters': result(?i) { key, t: id } }", "result(?i) { t: id, u: id }", "$count(result(?i) { t: id }.t)");
+  const transform = fc.oneof(
+    { weight: 3, arbitrary: events },
+    { weight: 2, arbitrary: fromQuery },
+    { weight: 1, arbitrary: timelines },
+    { weight: 1, arbitrary: fc.constant("$events(${id}, {})") },
+  );
+  return { transform, argument };
 }

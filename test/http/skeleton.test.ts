@@ -30,6 +30,18 @@ describeEachBackend("REST skeleton", (ctx) => {
     expect(res.json()).to.deep.equal({ status: "ok", database: { kind: ctx.name, status: "ok" } });
   });
 
+  it("serves the console's page and assets with Referrer-Policy: no-referrer beside its CSP", async () => {
+    const page = await server.app.inject({ method: "GET", url: "/console" });
+    expect(page.statusCode).to.equal(200);
+    expect(page.headers["referrer-policy"]).to.equal("no-referrer");
+    expect(page.headers["content-security-policy"]).to.include("default-src 'self'");
+    const asset = /src="\/console\/([^"]+\.js)"/.exec(page.body)?.[1];
+    expect(asset, page.body).to.be.a("string");
+    const script = await server.app.inject({ method: "GET", url: `/console/${asset!}` });
+    expect(script.statusCode).to.equal(200);
+    expect(script.headers["referrer-policy"]).to.equal("no-referrer");
+  });
+
   it("serves its OpenAPI description with the protected routes marked", async () => {
     const res = await server.app.inject({ method: "GET", url: "/openapi.json" });
     expect(res.statusCode).to.equal(200);

@@ -4,7 +4,9 @@ import { createLinks } from "../../src/graph/links.js";
 import { ingestEvents } from "../../src/timeseries/ingest.js";
 import { describeEachBackend } from "../support/backends.js";
 import { testServer, type TestServer } from "../support/server.js";
-import { adminToken } from "../support/tokens.js";
+import { adminToken, userToken } from "../support/tokens.js";
+import { apiRequest } from "../../src/tasks/tasks.js";
+import { taskOutcome } from "../../src/tasks/outcome.js";
 
 const JANUARY = { period: "Custom range", from: "2024-01-01T00:00:00Z", to: "2024-01-03T00:00:00Z", timeZone: "UTC" };
 
@@ -74,6 +76,56 @@ describeEachBackend("timelines in transforms", (ctx) => {
       { timestamp: "2024-01-01T00:00:00.000Z", value: 2 },
       { timestamp: "2024-01-02T00:00:00.000Z", value: 4 },
     ]);
+  });
+
+  it("answers $events() with a bad item id as the REST query does: 400 naming the argument, for a caller without any role, a test run and a task", async () => {
+    await call("POST", "/api-definitions", {
+      externalId: "events-of",
+      data: { queryParameters: [{ name: "id", type: "string" }] },
+      query: 'Agreement ?a; entity:key "A".',
+      transform: "$events(${id}, {})",
+    });
+    const caller = await userToken("user-without-roles");
+    const requested = await server.app.inject({
+      method: "POST",
+      url: "/task-backend/tasks/energy/api/request",
+      payload: { apiDefinitionExternalId: "events-of", queryParameters: { id: "x" } },
+      headers: { authorization: `Bearer ${caller}`, "x-tenant-id": ctx.tenant },
+    });
+    expect(requested.statusCode, requested.body).to.equal(400);
+    expect(requested.json()).to.deep.include({ code: "INVALID_REQUEST", errors: [{ path: "$events.itemId", message: "$events(itemId, options): itemId must be the uuid of an Item" }] });
+    // The REST call with the same id is a 400 naming the id too.
+    expect((await call("POST", "/items/x/events/query", {})).statusCode).to.equal(400);
+
+    const tested = await call("POST", "/api-definitions/test", { definition: { query: 'Agreement ?a; entity:key "A".', transform: '$events("x", {})' } });
+    expect(tested.statusCode, tested.body).to.equal(400);
+    expect((tested.json() as { errors: { path: string }[] }).errors.map((e) => e.path)).to.deep.equal(["$events.itemId"]);
+
+    // The api-request task: a BPMN error the model can catch, not a retried failure.
+    const thrown = await apiRequest(server.services, { apiDefinitionExternalId: "events-of", queryParameters: { id: "x" } }, { tenant: ctx.tenant }).then(
+      () => expect.fail("the task should fail"),
+      (err: unknown) => err,
+    );
+    expect(taskOutcome(thrown)).to.deep.equal({ kind: "bpmnError", code: "INVALID_REQUEST", message: "$events(itemId, options): itemId must be the uuid of an Item" });
+  });
+
+  it("names each bad $events() argument: a non-string id, options that are not an object, an unknown option, a bad range", async () => {
+    const problems = async (transform: string) => {
+      const res = await call("POST", "/api-definitions/test", { definition: { query: 'Agreement ?a; entity:key "A".', transform } });
+      expect(res.statusCode, `${transform}: ${res.body}`).to.equal(400);
+      return (res.json() as { errors: { path: string }[] }).errors.map((e) => e.path);
+    };
+    const id = JSON.stringify(meters[0]);
+    expect(await problems("$events(5)")).to.deep.equal(["$events.itemId"]);
+    expect(await problems('$events({"id": "x"})')).to.deep.equal(["$events.itemId"]);
+    expect(await problems(`$events("${"é".repeat(3000)}")`)).to.deep.equal(["$events.itemId"]);
+    expect(await problems(`$events(${id}, [1])`)).to.deep.equal(["$events.options"]);
+    expect(await problems(`$events(${id}, { "limit": 5 })`)).to.deep.equal(["$events.options.limit"]);
+    expect(await problems(`$events(${id}, { "eventDateRange": 5 })`)).to.deep.equal(["$events.options.eventDateRange"]);
+    expect(await problems(`$events(${id}, { "eventDateRange": { "period": "Custom range", "from": "2024-13-45", "to": "2024-01-02T00:00:00Z" } })`)).to.deep.equal(["$events.options.eventDateRange.from"]);
+    // A good call with an id in capitals still reads the item.
+    const ok = await call("POST", "/api-definitions/test", { definition: { query: 'Agreement ?a; entity:key "A".', transform: `$count($events(${id.toUpperCase()}, { "eventDateRange": ${JSON.stringify(JANUARY)} }))` } });
+    expect(ok.json()).to.deep.include({ result: 3, problems: [] });
   });
 
   it("refuses a timeline parameter with a bad date range or query options on save", async () => {

@@ -70,6 +70,29 @@ describeEachBackend("events API: latest, delete a range, export", (ctx) => {
     expect(again.json()).to.deep.equal({ stored: n });
   });
 
+  it("exports text cells that a spreadsheet would run as formulas with a leading ', and an upload of the export stores them exactly as they were", async () => {
+    const a = await item();
+    const texts = ["=HYPERLINK(\"http://evil\",\"x\")", "+1+1", "-2", "@SUM(A1)", "\tcmd", "\rcmd", "'quoted", "''", "plain"];
+    await ingest(a, texts.map((sourceId, s) => ({ timestamp: at(s), value: -1.5 - s, sourceId, tags: [sourceId.replace(/\r/g, "r"), "=x"] })));
+    const csv = await suite.server.app.inject({ method: "POST", url: `/items/${a}/events/query`, headers: { ...headers(), accept: "text/csv" }, payload: allRange });
+    const rows = csv.body.split("\r\n");
+    expect(rows.slice(1, 5)).to.deep.equal([
+      `${at(0)},-1.5,"'=HYPERLINK(""http://evil"",""x"")","'=HYPERLINK(""http://evil"",""x"")|=x",,,,`,
+      `${at(1)},-2.5,'+1+1,'+1+1|=x,,,,`,
+      `${at(2)},-3.5,'-2,'-2|=x,,,,`,
+      `${at(3)},-4.5,'@SUM(A1),'@SUM(A1)|=x,,,,`,
+    ]);
+    // No cell of a text column begins with a formula character.
+    for (const row of rows.slice(1, -1)) expect(row.split(",")[2]).to.match(/^("')|'|[a-z]/);
+    const b = await item();
+    const again = await suite.server.app.inject({ method: "POST", url: `/items/${b}/events`, headers: { ...headers(), "content-type": "text/csv" }, payload: csv.body });
+    expect(again.json()).to.deep.equal({ stored: texts.length });
+    const exported = async (id: string) =>
+      (await suite.server.app.inject({ method: "POST", url: `/items/${id}/events/query`, headers: { ...headers(), accept: "application/x-ndjson" }, payload: allRange })).body;
+    expect(await exported(b)).to.equal(await exported(a));
+    expect((JSON.parse((await exported(b)).split("\n")[6]!) as { sourceId: string }).sourceId).to.equal("'quoted");
+  });
+
   it("refuses an export sorted otherwise than by time, before anything is sent", async () => {
     const a = await item();
     const res = await suite.server.app.inject({

@@ -126,6 +126,16 @@ describe("transform pool (child processes)", function () {
     expect(err.message).to.equal("queryOptions.metric is not a metric");
   });
 
+  it("refuses a $events() call whose source throws at once like one that rejects: the problem, kept as it is, no hang", async () => {
+    const p = pool({ timeoutMs: 5000 });
+    const events = (itemId: unknown): Promise<unknown> => {
+      throw new ProblemError("INVALID_REQUEST", `no item ${String(itemId)}`, { errors: [{ path: "$events.itemId", message: "no item" }] });
+    };
+    const err = await problemOf(p.evaluate(compile('$events("x", {})'), { queryOutput: {}, params: {}, events }));
+    expect(err.code).to.equal("INVALID_REQUEST");
+    expect(err.errors).to.deep.equal([{ path: "$events.itemId", message: "no item" }]);
+  });
+
   it("starts the clock when a process takes the task: a task queued behind a stopped one still runs", async () => {
     const p = pool({ processes: 1, timeoutMs: 1000 });
     const hostile = problemOf(p.evaluate(compile(HOSTILE.backtracking), { queryOutput: {}, params: BACKTRACKING_INPUT }));

@@ -26,6 +26,16 @@ declare module "camunda-external-task-client-js" {
     /** What complete() sends: the variables set, serialised. */
     getDirtyVariables(): Record<string, { type: string; value: unknown; valueInfo?: object }>;
   }
+  /** The `got` options of one request, as an interceptor receives and returns them. */
+  export interface RequestConfig {
+    headers?: Record<string, string | string[] | undefined>;
+    hooks?: { beforeRequest?: unknown[]; afterResponse?: unknown[] };
+    [option: string]: unknown;
+  }
+  /** Called before each request with its options; answers the options to send (docs/Client.md, "About interceptors"). */
+  export type Interceptor = (config: RequestConfig) => RequestConfig;
+  /** Adds `Authorization: Basic …` to every request (docs/BasicAuthInterceptor.md); its constructor answers the interceptor. */
+  export const BasicAuthInterceptor: new (options: { username: string; password: string }) => Interceptor;
   export interface ClientOptions {
     baseUrl: string;
     workerId?: string;
@@ -35,6 +45,7 @@ declare module "camunda-external-task-client-js" {
     asyncResponseTimeout?: number;
     interval?: number;
     autoPoll?: boolean;
+    interceptors?: Interceptor | Interceptor[];
     use?: unknown;
   }
   export class Client {

@@ -6,6 +6,7 @@ import { apiRequest, calculateSeries } from "../../src/tasks/tasks.js";
 import { keepLocked } from "../../src/tasks/keep-locked.js";
 import { WorkerState } from "../../src/tasks/worker-state.js";
 import type { Services } from "../../src/services.js";
+import { engineAuthorization } from "./auth.js";
 
 /**
  * Subscribes to the two topics and runs each task through the task runner (src/tasks/runner.ts).
@@ -25,8 +26,11 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
   });
   const { workerId, inHandId } = runner;
   const { lockDurationMs, maxTasks } = settings;
+  const authorization = engineAuthorization(settings.auth);
   const client = new Client({
     baseUrl: settings.url,
+    // The client refuses an empty list.
+    ...(authorization.interceptors.length > 0 ? { interceptors: authorization.interceptors } : {}),
     workerId,
     maxTasks,
     // maxTasks bounds the tasks in hand, not only one fetch: a fetch asks for the free slots only.
@@ -83,14 +87,19 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
   subscribe(settings.topics.apiRequest, apiRequest);
   subscribe(settings.topics.calculateSeries, calculateSeries);
   client.start();
-  logger.info("camunda 7 worker started", { engine: "camunda7", workerId, baseUrl: settings.url });
+  logger.info("camunda 7 worker started", { engine: "camunda7", workerId, baseUrl: settings.url, auth: settings.auth.kind });
 
   return {
     engine: "camunda7",
     workerId,
     inHandId,
     async check() {
-      const res = await fetch(`${settings.url}/engine`, { signal: AbortSignal.timeout(2000) });
+      // One bound for the whole check, a token request included.
+      const signal = AbortSignal.timeout(2000);
+      const aborted = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Error("Camunda 7 (or its token endpoint) did not answer in 2 s")), { once: true }));
+      aborted.catch(() => undefined);
+      const header = await Promise.race([authorization.header(), aborted]);
+      const res = await fetch(`${settings.url.replace(/\/$/, "")}/engine`, { headers: header === undefined ? {} : { authorization: header }, signal });
       if (!res.ok) throw new Error(`Camunda 7 answered ${res.status}`);
     },
     stop() {

@@ -42,30 +42,55 @@ function closeJobWorker(worker: JobWorker): Promise<unknown> {
   const again = setInterval(cancel, POLL_INTERVAL_MS);
   return closed.finally(() => clearInterval(again));
 }
+/** What a gRPC client of the gateway is made from: the address, TLS, the CA and client certificate, the authentication. */
+export type ZeebeConnection = Pick<ZeebeSettings, "address"> & Partial<Pick<ZeebeSettings, "tls" | "auth" | "rootCertPath" | "mtls">>;
+
 /**
- * A gRPC client of @camunda8/sdk for a gateway: plaintext, TLS (`grpcs`) or OAuth client
- * credentials. The SDK's own console lines are off: the worker logs JSON lines of its own.
+ * The connection as the SDK's own settings (its names: ZEEBE_GRPC_ADDRESS, CAMUNDA_AUTH_STRATEGY
+ * …), every one given explicitly, so the SDK's reading of the environment never picks another.
+ * This is where a {@link Secret} is revealed: to the SDK, which sends it to the gateway or the
+ * token endpoint.
  */
-export function zeebeClient(options: Pick<ZeebeSettings, "address"> & Partial<Pick<ZeebeSettings, "tls" | "oauth" | "rootCertPath">>, retry = true): ZeebeClient {
-  const c8 = new Camunda8({
+export function sdkConfiguration(options: ZeebeConnection): Record<string, string | boolean> {
+  const auth = options.auth ?? { strategy: "NONE" };
+  const credentials: Record<string, string | boolean> =
+    auth.strategy === "OAUTH"
+      ? {
+          CAMUNDA_OAUTH_URL: auth.url,
+          // Tokens are kept in memory, not written to the home directory.
+          CAMUNDA_TOKEN_DISK_CACHE_DISABLE: true,
+          ZEEBE_CLIENT_ID: auth.clientId,
+          ZEEBE_CLIENT_SECRET: auth.clientSecret.reveal(),
+          ...(auth.audience !== undefined ? { ZEEBE_TOKEN_AUDIENCE: auth.audience, CAMUNDA_ZEEBE_OAUTH_AUDIENCE: auth.audience } : {}),
+          ...(auth.scope !== undefined ? { CAMUNDA_TOKEN_SCOPE: auth.scope } : {}),
+        }
+      : auth.strategy === "BASIC"
+        ? { CAMUNDA_BASIC_AUTH_USERNAME: auth.username, CAMUNDA_BASIC_AUTH_PASSWORD: auth.password.reveal() }
+        : auth.strategy === "BEARER"
+          ? { CAMUNDA_OAUTH_TOKEN: auth.token.reveal() }
+          : {};
+  return {
     ZEEBE_GRPC_ADDRESS: `${options.tls === true ? "grpcs" : "grpc"}://${options.address}`,
     // The SDK also reads the environment, where ZEEBE_ADDRESS (ours) would make it warn that
     // ZEEBE_GRPC_ADDRESS wins; it does, so the legacy key is blanked.
     ZEEBE_ADDRESS: "",
     ...(options.rootCertPath !== undefined ? { CAMUNDA_CUSTOM_ROOT_CERT_PATH: options.rootCertPath } : {}),
-    ...(options.oauth === undefined
-      ? { CAMUNDA_AUTH_STRATEGY: "NONE" as const }
-      : {
-          CAMUNDA_AUTH_STRATEGY: "OAUTH" as const,
-          CAMUNDA_OAUTH_URL: options.oauth.url,
-          // Tokens are kept in memory, not written to the home directory.
-          CAMUNDA_TOKEN_DISK_CACHE_DISABLE: true,
-          ZEEBE_CLIENT_ID: options.oauth.clientId,
-          ZEEBE_CLIENT_SECRET: options.oauth.clientSecret,
-          ...(options.oauth.audience !== undefined ? { ZEEBE_TOKEN_AUDIENCE: options.oauth.audience } : {}),
-        }),
+    ...(options.mtls !== undefined ? { CAMUNDA_CUSTOM_CERT_CHAIN_PATH: options.mtls.certChainPath, CAMUNDA_CUSTOM_PRIVATE_KEY_PATH: options.mtls.privateKeyPath } : {}),
+    CAMUNDA_AUTH_STRATEGY: auth.strategy,
+    // Read from the environment, it would turn any strategy into NONE.
+    CAMUNDA_OAUTH_DISABLED: false,
+    ...credentials,
     CAMUNDA_LOG_LEVEL: "none",
-  } as never);
+  };
+}
+
+/**
+ * A gRPC client of @camunda8/sdk for a gateway: plaintext or TLS (`grpcs`, a private CA, a client
+ * certificate), no authentication, OAuth client credentials, basic or a bearer token. The SDK's
+ * own console lines are off: the worker logs JSON lines of its own.
+ */
+export function zeebeClient(options: ZeebeConnection, retry = true): ZeebeClient {
+  const c8 = new Camunda8(sdkConfiguration(options) as never);
   // The log level is read from the nested settings only (a flat key is ignored: measured).
   // retry: the SDK repeats a command that meets an unavailable gateway (forever, by default).
   return c8.getZeebeGrpcApiClient({ zeebeGrpcSettings: { ZEEBE_CLIENT_LOG_LEVEL: "NONE", ZEEBE_GRPC_CLIENT_RETRY: retry } } as never);
@@ -228,7 +253,8 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
     workerId,
     address: settings.address,
     tls: settings.tls,
-    oauth: settings.oauth !== undefined,
+    mtls: settings.mtls !== undefined,
+    auth: settings.auth.strategy,
     streamJobs: settings.streamJobs,
   });
   return {

@@ -42,6 +42,8 @@ export async function consoleRoutes(app: App, dir = CONSOLE_DIR): Promise<void> 
     setHeaders: (res, path) => {
       res.header("content-security-policy", CONTENT_SECURITY_POLICY);
       res.header("x-content-type-options", "nosniff");
+      // The page's address never leaves with a request it makes or a link followed from it.
+      res.header("referrer-policy", "no-referrer");
       res.header("cache-control", path.endsWith("index.html") ? "no-cache" : "public, max-age=31536000, immutable");
     },
   });

@@ -41,6 +41,10 @@ class StreamRefusal extends Error {
  * a WebSocket. The token and tenant are checked as on REST, by the same authenticator, from the
  * headers or from a first `auth` message; a refusal closes the socket with a 44xx code (a browser
  * sees no HTTP status of a failed upgrade). A plain GET is answered 426.
+ *
+ * A stream lives no longer than its token: closed with 4401 when `exp` plus the clock skew passes.
+ * Any later `auth` message renews it: a token of the same tenant, held to the same rules, moves the
+ * deadline to its own (answered `reauthenticated`); one refused closes the stream as at the start.
  */
 export function streamRoutes(app: App, deps: ServerDeps): void {
   const { services, config, logger } = deps;
@@ -58,7 +62,9 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
     "Upgrades to a WebSocket (GET with Upgrade: websocket). Authenticate with the Authorization and X-TENANT-ID headers, " +
     'or by a first message {"type":"auth","token":"<JWT>","tenant":"<tenant>"} within 5 s. The token needs the admin role. ' +
     'Server messages: {"type":"event","itemId","event"} and, for a CALCULATE item, {"type":"bucket","itemId","bucket"}. ' +
-    "Close codes: 4400 bad request, 4401 unauthenticated, 4403 forbidden, 4404 unknown item, 4408 too slow, 1001 going away. " +
+    "A stream is closed with 4401 when its token's exp (plus the clock skew) passes, unless renewed before by a further " +
+    '{"type":"auth","token":"<JWT>"} message (answered {"type":"reauthenticated","expiresAt"}; a token of another tenant closes it with 4403). ' +
+    "Close codes: 4400 bad request, 4401 unauthenticated or expired, 4403 forbidden, 4404 unknown item, 4408 too slow, 1001 going away. " +
     "Without an upgrade: 426.";
   const upgradeRequired = async () => {
     throw new ProblemError("INVALID_REQUEST", "this endpoint is a WebSocket: send the request with Upgrade: websocket", { status: 426 });
@@ -82,6 +88,8 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
   const subscribe = async (connection: StreamConnection, request: FastifyRequest, itemIds: () => string[], sinceText: string | undefined) => {
     const caller = await authenticate(connection.socket, request);
     request.tenant = caller.tenant;
+    connection.expireAt(caller.principal.expiresAtMs);
+    renewals(connection, caller.tenant);
     const ids = itemIds();
     const since = sinceText === undefined ? undefined : instant(sinceText);
     if (since === null || (sinceText !== undefined && since === undefined)) throw new StreamRefusal(CLOSE.badRequest, "since must be an ISO-8601 instant");
@@ -118,9 +126,54 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
       if (err instanceof ProblemError) throw new StreamRefusal(err.code === "UNAUTHENTICATED" ? CLOSE.unauthenticated : CLOSE.badRequest, err.message);
       throw err;
     }
-    if (!mayActIn(caller.principal, caller.tenant)) throw new StreamRefusal(CLOSE.forbidden, "this token does not name the tenant");
-    if (!caller.principal.roles.includes("admin")) throw new StreamRefusal(CLOSE.forbidden, "a stream needs a token whose roles claim contains admin");
+    permitted(caller.principal, caller.tenant);
     return caller;
+  };
+
+  /** The stream's rules for a verified token: it names the tenant and carries the admin role. */
+  const permitted = (principal: Principal, tenant: string): void => {
+    if (!mayActIn(principal, tenant)) throw new StreamRefusal(CLOSE.forbidden, "this token does not name the tenant");
+    if (!principal.roles.includes("admin")) throw new StreamRefusal(CLOSE.forbidden, "a stream needs a token whose roles claim contains admin");
+  };
+
+  /**
+   * Renewals: each later `auth` message's token, checked in the order sent, moves the stream's
+   * deadline to its own `exp` (plus the clock skew) and is answered `reauthenticated`. A stream
+   * keeps its tenant: a message naming another, or a token that does not name it, closes it (4403);
+   * a token refused closes it as at the start (4401). Other messages are ignored, as before.
+   */
+  const renewals = (connection: StreamConnection, tenant: string): void => {
+    let queue = Promise.resolve();
+    connection.socket.on("message", (data: RawData) => {
+      const given = readAuthMessage(data);
+      if (given === undefined) return;
+      queue = queue.then(() => renew(connection, tenant, given));
+    });
+  };
+
+  const renew = async (connection: StreamConnection, tenant: string, given: { token: string; tenant: string | undefined }): Promise<void> => {
+    if (!connection.open) return;
+    try {
+      if (given.tenant !== undefined && given.tenant.trim() !== tenant) {
+        throw new StreamRefusal(CLOSE.forbidden, "a stream keeps its tenant: open a new stream for another tenant");
+      }
+      let principal: Principal;
+      try {
+        principal = await deps.authenticate(`Bearer ${given.token}`);
+      } catch (err) {
+        if (err instanceof ProblemError) throw new StreamRefusal(CLOSE.unauthenticated, err.message);
+        throw err;
+      }
+      permitted(principal, tenant);
+      if (!connection.open) return;
+      connection.expireAt(principal.expiresAtMs);
+      const expiresAt = principal.expiresAtMs === undefined ? null : new Date(principal.expiresAtMs).toISOString();
+      connection.socket.send(JSON.stringify({ type: "reauthenticated", expiresAt }));
+    } catch (err) {
+      if (err instanceof StreamRefusal) return connection.close(err.code, err.message);
+      logger.warn("stream renewal failed", { error: err instanceof Error ? err.message : String(err) });
+      connection.close(CLOSE.internal, "the stream failed");
+    }
   };
 
   app.route({
@@ -173,22 +226,29 @@ function authMessage(socket: WebSocket): Promise<{ authorization: string; tenant
     }, AUTH_MESSAGE_MS);
     const onMessage = (data: RawData) => {
       clearTimeout(timer);
-      let message: unknown;
-      try {
-        message = parseJson(data.toString());
-      } catch {
-        message = undefined;
-      }
-      const m = message as { type?: unknown; token?: unknown; tenant?: unknown } | undefined;
-      if (m?.type !== "auth" || typeof m.token !== "string") {
+      const given = readAuthMessage(data);
+      if (given === undefined) {
         reject(new StreamRefusal(CLOSE.unauthenticated, 'the first message must be {"type":"auth","token":"<JWT>","tenant":"<tenant>"}'));
         return;
       }
-      resolve({ authorization: `Bearer ${m.token}`, tenant: typeof m.tenant === "string" ? m.tenant : undefined });
+      resolve({ authorization: `Bearer ${given.token}`, tenant: given.tenant });
     };
     socket.once("message", onMessage);
     socket.once("close", () => clearTimeout(timer));
   });
+}
+
+/** A message `{ "type": "auth", "token", "tenant"? }`; undefined for any other. */
+function readAuthMessage(data: RawData): { token: string; tenant: string | undefined } | undefined {
+  let message: unknown;
+  try {
+    message = parseJson(data.toString());
+  } catch {
+    return undefined;
+  }
+  const m = message as { type?: unknown; token?: unknown; tenant?: unknown } | null;
+  if (m === null || typeof m !== "object" || m.type !== "auth" || typeof m.token !== "string") return undefined;
+  return { token: m.token, tenant: typeof m.tenant === "string" ? m.tenant : undefined };
 }
 
 /** Ends the connections that did not answer the last ping, and pings the others. */
