@@ -133,6 +133,8 @@ export interface CallRecord {
   /** `OK`, or the gRPC status name it was answered with. */
   status: string;
   authorization: string | undefined;
+  /** ActivateJobs, StreamActivatedJobs: the job type asked for. */
+  jobType?: string;
 }
 
 interface Job extends Required<NewJob> {
@@ -295,6 +297,14 @@ export class ZeebeGateway {
     return this.callLog.filter((c) => method === undefined || c.method === method);
   }
 
+  /** The activations open now: long polls waiting for a job, and job streams. */
+  openCalls(): { kind: "poll" | "stream"; type: string; worker: string }[] {
+    return [
+      ...this.polls.filter((p) => !p.call.cancelled).map((p) => ({ kind: "poll" as const, type: p.request.type, worker: p.request.worker })),
+      ...this.streams.filter((s) => !s.call.cancelled).map((s) => ({ kind: "stream" as const, type: s.request.type, worker: s.request.worker })),
+    ];
+  }
+
   /** Waits until the job has ended (completed, error thrown) or has an incident; answers which. */
   async settle(key: string, timeoutMs = 30_000): Promise<"completed" | "errorThrown" | "incident"> {
     const ended = () => {
@@ -411,18 +421,19 @@ export class ZeebeGateway {
   }
 
   /** Records the call; answers it with an injected fault, holds it while stalled, or lets it through. */
-  private admit(method: GatewayMethod, call: { metadata: grpc.Metadata }, next: (error: grpc.ServiceError | null) => void): void {
+  private admit(method: GatewayMethod, call: { metadata: grpc.Metadata; request: Record<string, unknown> }, next: (error: grpc.ServiceError | null) => void): void {
     const authorization = call.metadata.get("authorization")[0]?.toString();
+    const jobType = typeof call.request.type === "string" ? { jobType: call.request.type } : {};
     const rule = this.faults.find((f) => f.remaining > 0 && !f.except.has(method) && (f.methods === undefined || f.methods.has(method)));
     if (rule !== undefined) {
       rule.remaining--;
-      this.callLog.push({ method, at: Date.now(), status: grpc.status[rule.code], authorization });
+      this.callLog.push({ method, at: Date.now(), status: grpc.status[rule.code], authorization, ...jobType });
       next(Object.assign(new Error(rule.details), { code: rule.code, details: rule.details, metadata: new grpc.Metadata() }));
       return;
     }
     const stall = [...this.stalled.values()].find((s) => s.methods.has(method));
     const proceed = () => {
-      this.callLog.push({ method, at: Date.now(), status: "OK", authorization });
+      this.callLog.push({ method, at: Date.now(), status: "OK", authorization, ...jobType });
       next(null);
     };
     if (stall !== undefined) stall.waiting.push(proceed);
