@@ -204,6 +204,8 @@ function gatewayService(): grpc.ServiceDefinition {
 export class ZeebeGateway {
   private server: grpc.Server | undefined;
   private readonly jobs = new Map<string, Job>();
+  /** The jobs not ended (the ones activations, deadlines and back-offs look at). */
+  private readonly live = new Map<string, Job>();
   private readonly log: JobRecord[] = [];
   private readonly incidentLog: IncidentRecord[] = [];
   private readonly callLog: CallRecord[] = [];
@@ -269,6 +271,7 @@ export class ZeebeGateway {
       recurAt: -1,
     };
     this.jobs.set(key, created);
+    this.live.set(key, created);
     this.record(created, "CREATED");
     this.becameActivatable([created]);
     return key;
@@ -597,6 +600,7 @@ export class ZeebeGateway {
     this.record(job, "RETRIES_UPDATED");
     if (job.state === "incident") {
       job.state = "activatable";
+      this.live.set(job.key, job);
       this.becameActivatable([job]);
     }
     return {};
@@ -625,7 +629,7 @@ export class ZeebeGateway {
 
   private activatable(request: Activation, max: number): Job[] {
     const found: Job[] = [];
-    for (const job of this.jobs.values()) {
+    for (const job of this.live.values()) {
       if (found.length >= max) break;
       if (this.matches(job, request)) found.push(job);
     }
@@ -695,6 +699,7 @@ export class ZeebeGateway {
   private end(job: Job, state: "completed" | "errorThrown" | "incident"): void {
     job.state = state;
     job.deadline = -1;
+    this.live.delete(job.key);
     for (const check of [...this.settleWaiters]) check();
   }
 
@@ -702,7 +707,7 @@ export class ZeebeGateway {
   private schedule(): void {
     if (this.closed) return;
     let next = Infinity;
-    for (const job of this.jobs.values()) {
+    for (const job of this.live.values()) {
       if (job.state === "activated") next = Math.min(next, job.deadline);
       else if (job.state === "backingOff") next = Math.min(next, job.recurAt);
     }
@@ -715,7 +720,7 @@ export class ZeebeGateway {
   private tick(): void {
     const now = Date.now();
     const due: Job[] = [];
-    for (const job of this.jobs.values()) {
+    for (const job of this.live.values()) {
       if (job.state === "activated" && job.deadline <= now) {
         job.state = "activatable";
         job.deadline = -1;
