@@ -1,15 +1,15 @@
 /**
- * api-request tasks through each real engine (Camunda 7 and Zeebe): tasks per second of the
+ * api-request tasks through Camunda 7 (a real engine) and Zeebe (the project's gateway stand-in,
+ * test/support/zeebe-gateway.ts: the vendor's broker may not be used): tasks per second of the
  * service's worker (the example definition, PostgreSQL) next to a worker that completes the same
  * tasks doing nothing, in the same run, on a warm engine, alternated (see {@link compared}).
- * Instances are created first; the clock runs from the worker's start to the last completion. Zeebe also measures the service's worker with job
- * streaming (ZEEBE_STREAM_JOBS) against it polling, in the same run: the backlog (instances created
- * first), live (instances created while the worker runs: the jobs streaming pushes) and the
- * round trip of one instance at a time (create to result: a job's activation latency included).
+ * Tasks are created first; the clock runs from the worker's start to the last completion. Zeebe also measures the service's worker with job
+ * streaming (ZEEBE_STREAM_JOBS) against it polling, in the same run: the backlog (jobs created
+ * first), live (jobs created while the worker runs: the jobs streaming pushes) and the
+ * round trip of one job at a time (create to completion: its activation latency included).
  *
  *   npm run build && npx node dist/bench/workers.js [--tasks=2000] [--engines=camunda7,zeebe] [--latency-runs=100] [--warm-up=2] [--pin=apart]
  */
-import { join } from "node:path";
 import { Client, Variables } from "camunda-external-task-client-js";
 import { camunda7Settings, loadConfig, zeebeSettings } from "../src/config.js";
 import { openDatabase } from "../src/db/database.js";
@@ -22,8 +22,7 @@ import { createLogger, type Logger } from "../src/logger.js";
 import { Metrics } from "../src/metrics.js";
 import { createServices } from "../src/services.js";
 import { Camunda7Engine } from "../test/support/camunda7.js";
-import { ROOT } from "../test/support/process.js";
-import { ZeebeEngine } from "../test/support/zeebe.js";
+import { ZeebeGateway } from "../test/support/zeebe-gateway.js";
 import { startCamunda7Worker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker, zeebeClient } from "../workers/zeebe/worker.js";
 import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, pinApart, timeRuns } from "./harness.js";
@@ -165,15 +164,15 @@ async function camunda7(services: Services, knex: Knex, variables: Record<string
 
 async function zeebe(services: Services, knex: Knex, variables: Record<string, unknown>): Promise<void> {
   const db = { knex };
-  const zb = await ZeebeEngine.start();
+  const zb = await ZeebeGateway.start();
+  const createJobs = () => {
+    for (let i = 0; i < tasks; i++) zb.createJob({ type: "api-request", bpmnProcessId: "api-request-example-zeebe", elementId: "RequestAccessPoints", variables });
+  };
   const unpin = apart();
   try {
-    await zb.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/api-request-example.bpmn") });
     const round = async (startWorker: (count: () => void) => () => Promise<void>) => {
       let done = 0;
-      for (let i = 0; i < tasks; i += 50) {
-        await Promise.all(Array.from({ length: Math.min(50, tasks - i) }, () => zb.client.createProcessInstance({ bpmnProcessId: "api-request-example-zeebe", variables: variables as never })));
-      }
+      createJobs();
       const cpu = cpuSnapshot();
       const started = performance.now();
       const stop = startWorker(() => done++);
@@ -222,14 +221,16 @@ async function zeebe(services: Services, knex: Knex, variables: Record<string, u
     const streamedBacklog = await round(service(true));
     console.log(`zeebe backlog, ${tasks} jobs created first: polling ${rate(ours)}; streaming ${rate(streamedBacklog)}; ratio ${(streamedBacklog / ours).toFixed(2)}x the time`);
 
-    // Live: the worker runs (its stream open) before the instances are created.
+    // Live: the worker runs (its stream open) before the jobs are created.
     const live = async (startWorker: (count: () => void) => () => Promise<void>) => {
       let done = 0;
       const stop = startWorker(() => done++);
       await new Promise((r) => setTimeout(r, 3000));
       const started = performance.now();
+      // In batches of 50, yielding between them, as instances arriving over time.
       for (let i = 0; i < tasks; i += 50) {
-        await Promise.all(Array.from({ length: Math.min(50, tasks - i) }, () => zb.client.createProcessInstance({ bpmnProcessId: "api-request-example-zeebe", variables: variables as never })));
+        for (let j = i; j < Math.min(tasks, i + 50); j++) zb.createJob({ type: "api-request", variables });
+        await new Promise((r) => setImmediate(r));
       }
       await until(() => done >= tasks, "zeebe live round");
       const ms = performance.now() - started;
@@ -240,15 +241,11 @@ async function zeebe(services: Services, knex: Knex, variables: Record<string, u
     const liveStreaming = await live(service(true));
     console.log(`zeebe live, ${tasks} jobs created while the worker runs: polling ${rate(livePolling)}; streaming ${rate(liveStreaming)}; ratio ${(liveStreaming / livePolling).toFixed(2)}x the time`);
 
-    // One instance at a time, create to result: the job's activation latency is part of each.
+    // One job at a time, create to completion: the job's activation latency is part of each.
     const roundTrip = async (streamJobs: boolean) => {
       const stop = service(streamJobs)(() => {});
       await new Promise((r) => setTimeout(r, 3000));
-      const times = await timeRuns(
-        () => zb.client.createProcessInstanceWithResult({ bpmnProcessId: "api-request-example-zeebe", variables: variables as never, requestTimeout: 30_000 }),
-        latencyRuns,
-        10,
-      );
+      const times = await timeRuns(() => zb.settle(zb.createJob({ type: "api-request", variables })), latencyRuns, 10);
       await stop();
       return times;
     };
@@ -256,12 +253,12 @@ async function zeebe(services: Services, knex: Knex, variables: Record<string, u
     const streamingTrips = await roundTrip(true);
     const ms = (sorted: number[], p: number) => `${percentile(sorted, p).toFixed(1)} ms`;
     console.log(
-      `zeebe round trip, ${latencyRuns} instances one at a time: polling p50 ${ms(pollingTrips, 50)} p99 ${ms(pollingTrips, 99)}; ` +
+      `zeebe round trip, ${latencyRuns} jobs one at a time: polling p50 ${ms(pollingTrips, 50)} p99 ${ms(pollingTrips, 99)}; ` +
         `streaming p50 ${ms(streamingTrips, 50)} p99 ${ms(streamingTrips, 99)}; ratio p50 ${(percentile(streamingTrips, 50) / percentile(pollingTrips, 50)).toFixed(2)}x`,
     );
   } finally {
     unpin();
-    await zb.stop();
+    await zb.close();
   }
 }
 

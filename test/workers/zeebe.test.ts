@@ -1,9 +1,9 @@
+import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import { expect } from "chai";
 import { SignJWT } from "jose";
-import { loadConfig, zeebeSettings } from "../../src/config.js";
+import { loadConfig, zeebeSettings, type ZeebeSettings } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
 import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
 import { createLogger } from "../../src/logger.js";
@@ -12,7 +12,7 @@ import { createServices, type Services } from "../../src/services.js";
 import type { RunningWorker } from "../../src/tasks/runner.js";
 import { startZeebeWorker } from "../../workers/zeebe/worker.js";
 import { backend, randomTenant, TEST_DATABASE_URL } from "../support/backends.js";
-import { ENGINE_START_TIMEOUT_MS, freePort, ROOT, startNode } from "../support/process.js";
+import { freePort, startNode } from "../support/process.js";
 import { TcpProxy } from "../support/proxy.js";
 import { selfSignedCertificate } from "../support/tls.js";
 import { MemoryTransport } from "../support/server.js";
@@ -28,125 +28,123 @@ import {
   taskLines,
   waitUntil,
 } from "../support/workers.js";
-import { ZeebeEngine } from "../support/zeebe.js";
+import { ZeebeGateway, type NewJob } from "../support/zeebe-gateway.js";
 
-describe("Zeebe worker against a real broker", function () {
-  this.timeout(180_000);
+/**
+ * The Zeebe worker against the gateway stand-in (test/support/zeebe-gateway.ts): what the worker
+ * sends and when, read back from the stand-in's job records. What only a BPMN engine shows (a
+ * boundary event caught the error, the instance took the gateway's branch) is checked on Camunda 7
+ * (camunda7.test.ts), where the same task runner runs.
+ */
+describe("Zeebe worker against the gateway stand-in", function () {
+  this.timeout(120_000);
   const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET });
-  let engine: ZeebeEngine;
+  let gateway: ZeebeGateway;
   let db: Database;
   let services: Services;
   let tenant: string;
   const workers: RunningWorker[] = [];
-  const start = (s: Services, logs = new MemoryTransport(), address = engine.address, metrics?: Metrics, lockDurationMs = 20_000) => {
-    const worker = startZeebeWorker(s, zeebeSettings(address, { lockDurationMs }), { database: db.knex, logger: createLogger("debug", [logs]), metrics });
+  const start = (s: Services, logs = new MemoryTransport(), address = gateway.address, metrics?: Metrics, given: Partial<ZeebeSettings> = {}) => {
+    const worker = startZeebeWorker(s, zeebeSettings(address, { lockDurationMs: 20_000, ...given }), { database: db.knex, logger: createLogger("debug", [logs]), metrics });
     workers.push(worker);
     return { logs, worker };
   };
 
-  before(async function () {
-    this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
-    engine = await ZeebeEngine.shared();
-    await engine.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/api-request-example.bpmn") });
-    await engine.client.deployResource({ processFilename: join(ROOT, "bpmn/zeebe/calculate-series-example.bpmn") });
+  before(async () => {
     db = await backend("postgres");
-    // A fresh broker numbers its jobs from the same start: rows an interrupted run left would match new jobs
-    // (no worker runs between the test files that share the broker).
-    await db.knex("tasks_in_hand").where({ engine: "zeebe" }).del();
     services = createServices(config, db);
     tenant = randomTenant();
     await seedWorkerTenant(services, db, tenant);
   });
+  beforeEach(async () => {
+    gateway = await ZeebeGateway.start();
+  });
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.stop()));
+    await gateway.close();
   });
 
-  const variablesOf = (extra: Record<string, unknown>) => ({ apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, ...extra });
-  const run = async (variables: Record<string, unknown>) =>
-    (
-      await engine.client.createProcessInstanceWithResult({
-        bpmnProcessId: "api-request-example-zeebe",
-        variables: variablesOf(variables) as never,
-        requestTimeout: 30_000,
-      })
-    ).variables as Record<string, unknown>;
-  const startInstance = async (variables: Record<string, unknown>) =>
-    (await engine.client.createProcessInstance({ bpmnProcessId: "api-request-example-zeebe", variables: variablesOf(variables) as never })).processInstanceKey;
+  /** The job the example model's service task makes (bpmn/zeebe/api-request-example.bpmn). */
+  const apiRequestJob = (variables: Record<string, unknown>, job: Partial<NewJob> = {}) =>
+    gateway.createJob({
+      type: "api-request",
+      bpmnProcessId: "api-request-example-zeebe",
+      elementId: "RequestAccessPoints",
+      retries: 3,
+      variables: { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, ...variables },
+      ...job,
+    });
+  const completedWith = async (key: string) => {
+    expect(await gateway.settle(key)).to.equal("completed");
+    return gateway.records({ key, intent: "COMPLETED" })[0]?.variables as Record<string, unknown>;
+  };
+  const accessPoints = (variables: Record<string, unknown>) => (variables.result as { accessPoints: { externalId: string }[] }).accessPoints.map((a) => a.externalId);
 
-  it("completes the job with the result, and the gateway routes on it", async () => {
-    start(services);
-    const found = await run({ queryParameters: { publicId: "AGR-1" } });
-    expect(found.outcome).to.equal("found");
-    expect((found.result as { accessPoints: { externalId: string }[] }).accessPoints.map((a) => a.externalId)).to.deep.equal(["EAN-1", "EAN-2"]);
-    expect((await run({ queryParameters: JSON.stringify({ publicId: "AGR-EMPTY" }) })).outcome).to.equal("none");
-    // The path as the engine recorded it.
-    const key = await startInstance({ queryParameters: { publicId: "AGR-1" } });
-    expect(await engine.settle(key)).to.equal("ended");
-    expect(await engine.completedElements(key)).to.deep.equal(["Start", "RequestAccessPoints", "AnyAccessPoint", "EndFound"]);
-  });
-
-  it("raises API_DEFINITION_NOT_FOUND as a BPMN error the boundary event catches", async () => {
+  it("completes the job with the result as its variables, queryParameters given as JSON or as text", async () => {
     const { logs } = start(services);
-    expect((await run({ apiDefinitionExternalId: "no-such-definition" })).outcome).to.equal("not found");
-    const key = await startInstance({ apiDefinitionExternalId: "no-such-definition" });
-    expect(await engine.settle(key)).to.equal("ended");
-    expect(await engine.completedElements(key)).to.deep.equal(["Start", "NotFound", "EndNotFound"]);
-    // The instance can end before the worker has logged the acknowledged command.
-    await waitUntil(() => taskLines(logs.entries, "bpmnError API_DEFINITION_NOT_FOUND").length === 2, "two BPMN errors logged");
+    expect(accessPoints(await completedWith(apiRequestJob({ queryParameters: { publicId: "AGR-1" } })))).to.deep.equal(["EAN-1", "EAN-2"]);
+    expect(accessPoints(await completedWith(apiRequestJob({ queryParameters: JSON.stringify({ publicId: "AGR-EMPTY" }) })))).to.deep.equal([]);
+    // A result variable of the model's choice.
+    expect(Object.keys(await completedWith(apiRequestJob({ queryParameters: { publicId: "AGR-1" }, resultVariable: "points" })))).to.deep.equal(["points"]);
+    await waitUntil(() => taskLines(logs.entries, "completed").length === 3, "three completions logged");
   });
 
-  it("fails a job on a passing fault with one retry fewer each time, then the engine raises an incident", async () => {
+  it("throws API_DEFINITION_NOT_FOUND as a BPMN error, with the problem's message", async () => {
+    const { logs } = start(services);
+    const key = apiRequestJob({ apiDefinitionExternalId: "no-such-definition" });
+    expect(await gateway.settle(key)).to.equal("errorThrown");
+    const [thrown] = gateway.records({ key, intent: "ERROR_THROWN" });
+    expect(thrown?.errorCode).to.equal("API_DEFINITION_NOT_FOUND");
+    expect(thrown?.errorMessage).to.match(/no-such-definition/);
+    // Thrown once, by the worker that activated it; no failure, no completion.
+    expect(gateway.records({ key }).map((r) => r.intent)).to.deep.equal(["CREATED", "ACTIVATED", "ERROR_THROWN"]);
+    await waitUntil(() => taskLines(logs.entries, "bpmnError API_DEFINITION_NOT_FOUND").length === 1, "the BPMN error logged");
+  });
+
+  it("fails a job on a passing fault with one retry fewer each time and a growing back-off, then the engine raises an incident", async () => {
     const broken = servicesWithDatabaseDown(config, db);
     const metrics = new Metrics();
-    const { logs } = start(broken.services, new MemoryTransport(), engine.address, metrics);
-    const key = await startInstance({ queryParameters: { publicId: "AGR-1" } });
-    const failures = async () => (await engine.records("JOB")).filter((r) => r.intent === "FAILED" && String(r.value.processInstanceKey) === String(key));
-    // The back-offs (1 s, then 2 s) run on the broker's wall clock before the job recurs.
-    expect(await engine.settle(key, 30_000)).to.equal("incident");
+    const { logs } = start(broken.services, new MemoryTransport(), gateway.address, metrics);
+    const key = apiRequestJob({ queryParameters: { publicId: "AGR-1" } });
+    expect(await gateway.settle(key, 30_000)).to.equal("incident");
     // The incident can be raised before the worker has logged the acknowledged third failure.
     await waitUntil(() => taskLines(logs.entries, "failure UNAVAILABLE").length >= 3, "three failures logged");
     // The job came with 3, 2 and 1 retries; at 0 the engine raised the incident.
     expect(taskLines(logs.entries, "failure UNAVAILABLE").map((e) => e.retries)).to.deep.equal([3, 2, 1]);
-    const failed = await failures();
-    expect(failed.map((r) => [r.value.retries, r.value.retryBackoff])).to.deep.equal([
+    expect(gateway.records({ key, intent: "FAILED" }).map((r) => [r.retries, r.retryBackoff])).to.deep.equal([
       [2, 1000],
       [1, 2000],
       [0, 4000],
     ]);
+    // Activated again only after each back-off.
+    expect(gateway.records({ key }).map((r) => r.intent)).to.deep.equal(["CREATED", "ACTIVATED", "FAILED", "RECURRED_AFTER_BACKOFF", "ACTIVATED", "FAILED", "RECURRED_AFTER_BACKOFF", "ACTIVATED", "FAILED"]);
     const exposed = await metrics.registry.metrics();
     expect(exposed).to.contain('tasks_fetched_total{engine="zeebe",topic="api-request"} 3');
     expect(exposed).to.contain('tasks_failures_total{engine="zeebe",topic="api-request",code="UNAVAILABLE"} 3');
-    const [incident] = await engine.incidents(key);
-    expect(incident?.value.errorType).to.equal("JOB_NO_RETRIES");
-    expect(incident?.value.errorMessage).to.match(/not reachable/);
-    expect(incident?.value.elementId).to.equal("RequestAccessPoints");
+    const [incident] = gateway.incidents(key);
+    expect(incident?.errorType).to.equal("JOB_NO_RETRIES");
+    expect(incident?.errorMessage).to.match(/not reachable/);
+    expect(incident?.elementId).to.equal("RequestAccessPoints");
     await broken.close();
   });
 
-  it("calculates a value and decides on it; an unknown calculation is caught as a BPMN error", async () => {
+  it("calculates a value (completed with it); an unknown calculation is a BPMN error", async () => {
     start(services);
-    const calc = async (variables: Record<string, unknown>) => {
-      const { processInstanceKey, variables: out } = await engine.client.createProcessInstanceWithResult({
-        bpmnProcessId: "calculate-series-example-zeebe",
-        variables: { tenantId: tenant, threshold: 40, ...variables } as never,
-        requestTimeout: 30_000,
-      });
-      // The instance has ended; its records are read once the engine has written them all.
-      await engine.settle(processInstanceKey);
-      return { ...(out as Record<string, unknown>), end: await engine.endEvent(processInstanceKey) } as Record<string, unknown>;
-    };
-    const high = await calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 21 } } });
-    expect(high.end).to.equal("EndHigh");
-    expect(high.result).to.deep.equal({ value: 42 });
-    expect((await calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 5 } } })).end).to.equal("EndLow");
-    expect((await calc({ calculationDefinitionExternalId: "no-such-calculation" })).end).to.equal("EndNotFound");
+    const calc = (variables: Record<string, unknown>) =>
+      gateway.createJob({ type: "calculate-series", bpmnProcessId: "calculate-series-example-zeebe", elementId: "Calculate", variables: { tenantId: tenant, threshold: 40, ...variables } });
+    expect((await completedWith(calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 21 } } }))).result).to.deep.equal({ value: 42 });
+    expect((await completedWith(calc({ calculationDefinitionExternalId: "doubled", inputs: { a: { value: 5 } } }))).result).to.deep.equal({ value: 10 });
+    const missing = calc({ calculationDefinitionExternalId: "no-such-calculation" });
+    expect(await gateway.settle(missing)).to.equal("errorThrown");
+    expect(gateway.records({ key: missing, intent: "ERROR_THROWN" }).map((r) => r.errorCode)).to.deep.equal(["CALCULATION_DEFINITION_NOT_FOUND"]);
   });
 
   it("lets two workers share a job type, each job completed exactly once", async () => {
     const { logs: first } = start(services);
     const { logs: second } = start(services);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => run({ queryParameters: { publicId: i % 2 === 0 ? "AGR-1" : "AGR-EMPTY" } })));
-    expect(results.map((r) => r.outcome)).to.deep.equal(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? "found" : "none")));
+    const keys = Array.from({ length: 20 }, (_, i) => apiRequestJob({ queryParameters: { publicId: i % 2 === 0 ? "AGR-1" : "AGR-EMPTY" } }));
+    const results = await Promise.all(keys.map(completedWith));
+    expect(results.map((r) => accessPoints(r).length)).to.deep.equal(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? 2 : 0)));
     const done = () => taskLines([...first.entries, ...second.entries], "completed").map((e) => e.taskId);
     await waitUntil(() => done().length >= 20, "20 completions logged");
     const ran = [...first.entries, ...second.entries].filter((e) => e.message === "task");
@@ -154,24 +152,42 @@ describe("Zeebe worker against a real broker", function () {
     expect(ran).to.have.length(20);
     expect(new Set(ran.map((e) => e.taskId)).size).to.equal(20);
     expect(ran.every((e) => e.outcome === "completed")).to.equal(true);
+    expect(gateway.records({ intent: "ACTIVATED" })).to.have.length(20);
+  });
+
+  it("takes only the jobs of its tenants (ZEEBE_TENANT_IDS), each run in the job's tenant", async () => {
+    // Zeebe's tenant ids are at most 31 characters.
+    const zeebeTenant = `t-${randomUUID().slice(0, 8)}`;
+    await seedWorkerTenant(services, db, zeebeTenant);
+    const { logs } = start(services, new MemoryTransport(), gateway.address, undefined, { tenantIds: [zeebeTenant] });
+    const variables = { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } };
+    const other = gateway.createJob({ type: "api-request", tenantId: "other-tenant", variables });
+    const ours = gateway.createJob({ type: "api-request", tenantId: zeebeTenant, variables });
+    expect(accessPoints(await completedWith(ours))).to.deep.equal(["EAN-1", "EAN-2"]);
+    await waitUntil(() => taskLines(logs.entries, "completed").length === 1, "the completion logged");
+    expect(taskLines(logs.entries, "completed")[0]?.tenant).to.equal(zeebeTenant);
+    expect(gateway.job(other)?.state).to.equal("activatable");
+    expect(gateway.records({ key: other, intent: "ACTIVATED" })).to.deep.equal([]);
   });
 
   it("survives a lost gateway connection: logs it once, and takes jobs again when the gateway is back", async () => {
-    const proxy = await TcpProxy.start(engine.address);
+    const proxy = await TcpProxy.start(gateway.address);
     try {
-      const { logs } = start(services, new MemoryTransport(), proxy.through(engine.address));
-      const before = await startInstance({ queryParameters: { publicId: "AGR-1" } });
-      expect(await engine.settle(before)).to.equal("ended");
+      const { logs } = start(services, new MemoryTransport(), proxy.through(gateway.address));
+      expect(await gateway.settle(apiRequestJob({ queryParameters: { publicId: "AGR-1" } }))).to.equal("completed");
+      // The completion's answer has reached the worker (its task line follows it) before the cut.
+      await waitUntil(() => taskLines(logs.entries, "completed").length === 1, "the completion acknowledged");
       await proxy.cut();
-      const during = await startInstance({ queryParameters: { publicId: "AGR-1" } });
       // Three failed probes (0.5, 1 and 2 s apart): the worker keeps trying, the job waits.
       const failedProbes = () => Math.max(0, ...logs.entries.filter((e) => e.message === "zeebe gateway still unreachable").map((e) => Number(e.failedProbes)));
+      await waitUntil(() => failedProbes() >= 1, "a failed probe");
+      const during = apiRequestJob({ queryParameters: { publicId: "AGR-1" } });
       await waitUntil(() => failedProbes() >= 3, "three failed probes");
-      expect(await engine.endEvent(during)).to.equal(undefined);
+      expect(gateway.job(during)?.state).to.equal("activatable");
       expect(logs.entries.filter((e) => e.message === "zeebe gateway unreachable; retrying")).to.have.length(1);
       await proxy.restore();
-      expect(await engine.settle(during, 60_000)).to.equal("ended");
-      expect(await engine.endEvent(during)).to.equal("EndFound");
+      expect(await gateway.settle(during, 60_000)).to.equal("completed");
+      await waitUntil(() => taskLines(logs.entries, "completed").length === 2, "the second completion acknowledged");
       await waitUntil(() => logs.entries.some((e) => e.message === "zeebe gateway reachable again"), "reconnection logged");
       // Probes after 0.5, 1, 2, 4 s …: a handful of failed ones in the 4 s outage, not one every poll interval.
       expect(Number(logs.entries.find((e) => e.message === "zeebe gateway reachable again")?.failedProbes)).to.be.within(2, 6);
@@ -180,9 +196,65 @@ describe("Zeebe worker against a real broker", function () {
     }
   });
 
+  it("survives a gateway restart on the same port: the job in hand is completed after it, and new jobs are taken", async () => {
+    const slow = createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET, TRANSFORM_TIMEOUT_MS: "60000" }), db);
+    try {
+      const { logs } = start(slow);
+      // A job of a couple of seconds, in hand when the gateway goes away.
+      const inHand = apiRequestJob({ apiDefinitionExternalId: SLOW_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
+      await waitUntil(() => gateway.records({ key: inHand, intent: "ACTIVATED" }).length === 1, "the slow job activated");
+      await gateway.stop();
+      await waitUntil(() => logs.entries.some((e) => e.message === "zeebe gateway unreachable; retrying"), "the loss logged");
+      await gateway.restart();
+      const after = apiRequestJob({ queryParameters: { publicId: "AGR-1" } });
+      expect(accessPoints(await completedWith(inHand))).to.deep.equal(["EAN-1", "EAN-2"]);
+      expect(accessPoints(await completedWith(after))).to.deep.equal(["EAN-1", "EAN-2"]);
+      await waitUntil(() => logs.entries.some((e) => e.message === "zeebe gateway reachable again"), "reconnection logged");
+      await waitUntil(() => taskLines(logs.entries, "completed").length === 2, "two completions logged");
+      expect(logs.entries.filter((e) => e.message === "zeebe gateway unreachable; retrying")).to.have.length(1);
+      // Each job activated once, completed once: nothing lost, nothing run twice.
+      for (const key of [inHand, after]) expect(gateway.records({ key }).map((r) => r.intent)).to.deep.equal(["CREATED", "ACTIVATED", "COMPLETED"]);
+      expect(taskLines(logs.entries, "completed").map((e) => e.taskId).sort()).to.deep.equal([inHand, after].sort());
+    } finally {
+      await Promise.all(workers.splice(0).map((w) => w.stop()));
+      await slow.transforms.close();
+    }
+  });
+
+  it("backs off under back-pressure (RESOURCE_EXHAUSTED) and recovers: every job completed once", async () => {
+    // The next six activations (of both job types) are refused, as a broker over its limit refuses them.
+    gateway.backPressure(6);
+    const keys = Array.from({ length: 5 }, () => apiRequestJob({ queryParameters: { publicId: "AGR-1" } }));
+    const { logs } = start(services);
+    for (const key of keys) expect(accessPoints(await completedWith(key))).to.deep.equal(["EAN-1", "EAN-2"]);
+    const activations = gateway.calls("ActivateJobs").filter((c) => c.jobType === "api-request");
+    const refused = activations.filter((c) => c.status === "RESOURCE_EXHAUSTED");
+    expect(refused.length).to.be.greaterThan(0);
+    expect(gateway.calls("ActivateJobs").filter((c) => c.status === "RESOURCE_EXHAUSTED")).to.have.length(6);
+    // After each refusal the worker paused before asking again, rather than 20 ms later: the SDK reports
+    // the refusal as a connection error, so the worker closes its job workers and asks again after its
+    // first outage probe (0.5 s), once the gateway answers Topology.
+    const nextAfter = (at: number) => activations.find((c) => c.at > at);
+    for (const call of refused) expect(nextAfter(call.at)!.at - call.at).to.be.at.least(500);
+    // No job lost: each activated once and completed once.
+    for (const key of keys) expect(gateway.records({ key }).map((r) => r.intent)).to.deep.equal(["CREATED", "ACTIVATED", "COMPLETED"]);
+    await waitUntil(() => taskLines(logs.entries, "completed").length === 5, "five completions logged");
+  });
+
+  it("reports not ready while the gateway leaves Topology unanswered, ready again once it answers", async () => {
+    const { worker } = start(services);
+    await worker.check();
+    const stall = gateway.stall(["Topology"]);
+    let refused: unknown;
+    await worker.check().catch((err: unknown) => (refused = err));
+    expect((refused as Error | undefined)?.message).to.equal("the Zeebe gateway did not answer in 2 s");
+    stall.release();
+    await worker.check();
+  });
+
   it("runs alone (npm run worker): on SIGTERM stops activating, completes the job in hand, then exits 0", async () => {
     const port = await freePort();
-    const worker = startNode("dist/src/worker.js", { DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: "127.0.0.1", ZEEBE_ADDRESS: engine.address, TRANSFORM_TIMEOUT_MS: "60000" });
+    const worker = startNode("dist/src/worker.js", { DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: "127.0.0.1", ZEEBE_ADDRESS: gateway.address, TRANSFORM_TIMEOUT_MS: "60000" });
     try {
       await worker.waitFor(/"listening"/);
       // Operations only: readiness reports the engine; the API is not served by the worker.
@@ -190,54 +262,49 @@ describe("Zeebe worker against a real broker", function () {
       expect(ready.checks).to.deep.equal({ database: { status: "up" }, zeebe: { status: "up" } });
       expect((await fetch(`http://127.0.0.1:${port}/api-definitions`)).status).to.equal(404);
 
-      const key = await startInstance({ apiDefinitionExternalId: SLOW_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
-      await waitUntil(async () => (await engine.records("JOB_BATCH")).some((r) => r.intent === "ACTIVATED" && JSON.stringify(r.value).includes(String(key))), "job activated");
+      const key = apiRequestJob({ apiDefinitionExternalId: SLOW_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
+      await waitUntil(() => gateway.records({ key, intent: "ACTIVATED" }).length > 0, "job activated");
       worker.child.kill("SIGTERM");
       expect(await worker.exited).to.equal(0);
-      expect(await engine.settle(key)).to.equal("ended");
-      expect(await engine.endEvent(key)).to.equal("EndFound");
+      expect(accessPoints(await completedWith(key))).to.deep.equal(["EAN-1", "EAN-2"]);
       expectCompletedWhileStopping(worker.lines);
     } finally {
       worker.kill();
     }
   });
 
-  /** The records of an instance's jobs: their activations (by worker) and events by intent. */
-  const jobsOf = async (processInstanceKey: string) => {
-    const keys = new Set((await engine.records("JOB")).filter((r) => String(r.value.processInstanceKey) === processInstanceKey).map((r) => String(r.key)));
-    const activatedBy = (await engine.records("JOB_BATCH"))
-      .filter((r) => r.intent === "ACTIVATED")
-      .flatMap((r) => ((r.value.jobKeys as unknown[]) ?? []).filter((k) => keys.has(String(k))).map(() => String(r.value.worker)));
-    const intents = (await engine.records("JOB")).filter((r) => r.recordType === "EVENT" && keys.has(String(r.key))).map((r) => r.intent);
-    return { activatedBy, intents };
-  };
+  /** A job's activations (by worker) and its events by intent. */
+  const jobOf = (key: string) => ({
+    activatedBy: gateway.records({ key, intent: "ACTIVATED" }).map((r) => r.worker),
+    intents: gateway.records({ key }).map((r) => r.intent),
+  });
 
   for (const streaming of [false, true]) {
     it(`gives a job created while a worker stops (a job in hand, its ${streaming ? "job stream" : "long poll"} open) to another worker at once, not to the stopping one`, async () => {
       // A job timeout of 60 s: a job dropped by the stopping worker would wait that long; the test waits 20 s.
       // Room for the long job to finish on a loaded machine (the default 30 s shutdown was passed once).
-      const stopping = await startWorkerProcess({ ZEEBE_ADDRESS: engine.address, WORKER_LOCK_DURATION_MS: "60000", SHUTDOWN_TIMEOUT_MS: "120000", ZEEBE_STREAM_JOBS: String(streaming) });
+      const stopping = await startWorkerProcess({ ZEEBE_ADDRESS: gateway.address, WORKER_LOCK_DURATION_MS: "60000", SHUTDOWN_TIMEOUT_MS: "120000", ZEEBE_STREAM_JOBS: String(streaming) });
       try {
-        const inHand = await startInstance({ apiDefinitionExternalId: LONG_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
-        await waitUntil(async () => (await jobsOf(String(inHand))).activatedBy.length > 0, "the long job activated");
-        const jobKey = String((await engine.records("JOB")).find((r) => r.intent === "CREATED" && String(r.value.processInstanceKey) === String(inHand))?.key);
-        await waitUntil(async () => (await inHandRow(db.knex, { engine: "zeebe", taskKey: jobKey }))?.worker_id === stopping.workerId, "the long job in hand");
+        const inHand = apiRequestJob({ apiDefinitionExternalId: LONG_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
+        await waitUntil(() => jobOf(inHand).activatedBy.length > 0, "the long job activated");
+        await waitUntil(async () => (await inHandRow(db.knex, { engine: "zeebe", taskKey: inHand }))?.worker_id === stopping.workerId, "the long job in hand");
         stopping.process.child.kill("SIGTERM");
         await stopping.process.waitFor(/shutting down/);
+        // The stopping worker gives up its open activation (the test's point: left open, it would take the next job and drop it).
+        await waitUntil(() => !gateway.openCalls().some((c) => c.worker === stopping.workerId), "the stopping worker's activation closed at the gateway");
         // Created while the first worker stops with a job in hand; a second worker starts after it.
-        const during = await startInstance({ queryParameters: { publicId: "AGR-1" } });
+        const during = apiRequestJob({ queryParameters: { publicId: "AGR-1" } });
         const { worker: second } = start(services);
-        expect(await engine.settle(String(during), 20_000)).to.equal("ended");
-        expect(await engine.endEvent(String(during))).to.equal("EndFound");
-        const { activatedBy, intents } = await jobsOf(String(during));
+        expect(await gateway.settle(during, 20_000)).to.equal("completed");
+        const { activatedBy, intents } = jobOf(during);
         // A streaming worker may still be pushed the job as its stream is cancelled: it hands it back at once (a FAILED with retries unchanged).
         if (streaming) expect(activatedBy.at(-1)).to.equal(second.workerId);
         else expect(activatedBy).to.deep.equal([second.workerId]);
         expect(intents).to.not.include("TIMED_OUT");
         // The stopping worker still finishes its own job, then exits 0.
         expect(await stopping.process.exited, stopping.process.lines.join("\n")).to.equal(0);
-        expect(await engine.settle(String(inHand), 60_000)).to.equal("ended");
-        expect((await jobsOf(String(inHand))).activatedBy).to.deep.equal([stopping.workerId]);
+        expect(await gateway.settle(inHand, 60_000)).to.equal("completed");
+        expect(jobOf(inHand).activatedBy).to.deep.equal([stopping.workerId]);
         expectCompletedWhileStopping(stopping.process.lines);
       } finally {
         stopping.process.kill();
@@ -249,13 +316,12 @@ describe("Zeebe worker against a real broker", function () {
     // A 3 s job timeout and a job of some 11 s (transforms may take a minute here).
     const slow = createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET, TRANSFORM_TIMEOUT_MS: "60000" }), db);
     try {
-      const { worker: first, logs } = start(slow, new MemoryTransport(), engine.address, undefined, 3000);
-      const key = String(await startInstance({ apiDefinitionExternalId: LONG_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } }));
-      await waitUntil(async () => (await jobsOf(key)).activatedBy.length > 0, "the long job activated");
-      const { worker: second } = start(slow, new MemoryTransport(), engine.address, undefined, 3000);
-      expect(await engine.settle(key, 60_000)).to.equal("ended");
-      expect(await engine.endEvent(key)).to.equal("EndFound");
-      const { activatedBy, intents } = await jobsOf(key);
+      const { worker: first, logs } = start(slow, new MemoryTransport(), gateway.address, undefined, { lockDurationMs: 3000 });
+      const key = apiRequestJob({ apiDefinitionExternalId: LONG_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } });
+      await waitUntil(() => jobOf(key).activatedBy.length > 0, "the long job activated");
+      const { worker: second } = start(slow, new MemoryTransport(), gateway.address, undefined, { lockDurationMs: 3000 });
+      expect(await gateway.settle(key, 60_000)).to.equal("completed");
+      const { activatedBy, intents } = jobOf(key);
       // Activated once, by the first worker; its timeout moved on (a third of it apart), never lapsing.
       expect(activatedBy).to.deep.equal([first.workerId]);
       expect(activatedBy).to.not.include(second.workerId);
@@ -272,10 +338,10 @@ describe("Zeebe worker against a real broker", function () {
   });
 
   it("reaches the gateway over TLS with an OAuth token (ZEEBE_TLS, ZEEBE_CLIENT_ID/SECRET, ZEEBE_OAUTH_URL)", async () => {
-    // TLS terminated in front of the engine with a self-signed certificate the worker is told to
+    // TLS terminated in front of the gateway with a self-signed certificate the worker is told to
     // trust, and a token endpoint that hands out client-credentials tokens.
     const certificate = selfSignedCertificate();
-    const proxy = await TcpProxy.start(engine.address, { key: certificate.key, cert: certificate.cert, ALPNProtocols: ["h2"] });
+    const proxy = await TcpProxy.start(gateway.address, { key: certificate.key, cert: certificate.cert, ALPNProtocols: ["h2"] });
     const tokenRequests: URLSearchParams[] = [];
     // The SDK reads the token's expiry from it, so it is a JWT.
     const accessToken = await new SignJWT({ scope: "zeebe" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("1h").sign(new TextEncoder().encode(TEST_JWT_SECRET));
@@ -305,12 +371,15 @@ describe("Zeebe worker against a real broker", function () {
     });
     try {
       await worker.waitFor(/"listening"/);
-      const key = await startInstance({ queryParameters: { publicId: "AGR-1" } });
-      expect(await engine.settle(key)).to.equal("ended");
-      expect(await engine.endEvent(key)).to.equal("EndFound");
+      const key = apiRequestJob({ queryParameters: { publicId: "AGR-1" } });
+      expect(accessPoints(await completedWith(key))).to.deep.equal(["EAN-1", "EAN-2"]);
       expect(proxy.accepted).to.be.greaterThan(0);
       expect(tokenRequests.length).to.be.greaterThan(0);
       expect(tokenRequests.every((f) => f.get("client_id") === "worker-client")).to.equal(true);
+      // Every job call the gateway received carried the token.
+      const jobCalls = gateway.calls().filter((c) => c.method !== "Topology");
+      expect(jobCalls.length).to.be.greaterThan(0);
+      expect(jobCalls.every((c) => c.authorization === `Bearer ${accessToken}`)).to.equal(true);
       // Nothing but JSON lines of ours on the worker's output.
       expect(worker.lines.filter((l) => !l.startsWith("{"))).to.deep.equal([]);
     } finally {
