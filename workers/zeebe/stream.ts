@@ -21,6 +21,8 @@ export interface ReceivedJob {
   key: string;
   retries: number;
   variables: Record<string, unknown>;
+  /** The task's headers (`zeebe:taskHeaders`), e.g. `retryBackoff`. */
+  customHeaders: Record<string, unknown>;
   tenantId: string;
 }
 
@@ -203,8 +205,11 @@ export class JobStream {
   private receive(message: ActivatedJobMessage, via: JobVia): void {
     let job: ReceivedJob;
     try {
-      const parsed = parseVariablesAndCustomHeadersToJSON(message as never, LosslessDto, LosslessDto) as unknown as { variables: Record<string, unknown> };
-      job = { key: message.key, retries: message.retries, variables: parsed.variables, tenantId: message.tenantId };
+      const parsed = parseVariablesAndCustomHeadersToJSON(message as never, LosslessDto, LosslessDto) as unknown as {
+        variables: Record<string, unknown>;
+        customHeaders: Record<string, unknown>;
+      };
+      job = { key: message.key, retries: message.retries, variables: parsed.variables, customHeaders: parsed.customHeaders, tenantId: message.tenantId };
     } catch (err) {
       // As the SDK's job workers do: a job whose variables are not JSON fails, one retry fewer.
       this.fail(message.key, message.retries, `the job's variables could not be parsed: ${err instanceof Error ? err.message : String(err)}`, Math.max(0, message.retries - 1));

@@ -2,6 +2,7 @@ import { Camunda8, Zeebe } from "@camunda8/sdk";
 import type { ZeebeSettings } from "../../src/config.js";
 import type { Services } from "../../src/services.js";
 import { reconnectDelayMs } from "../../src/tasks/outcome.js";
+import { parseRetryBackoff, RETRY_BACKOFF_HEADER } from "../../src/tasks/retry-backoff.js";
 import { TaskRunner, type RunningWorker, type TaskHandler, type TaskReporter, type WorkerDeps } from "../../src/tasks/runner.js";
 import { apiRequest, calculateSeries } from "../../src/tasks/tasks.js";
 import { keepLocked } from "../../src/tasks/keep-locked.js";
@@ -155,6 +156,26 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
   };
 
   /**
+   * The back-off of a job's failure: its task's `retryBackoff` header (an ISO-8601 duration, as
+   * connectors read it) when it has one, else the runner's growing back-off. A header that is not a
+   * duration keeps the runner's back-off, with a warning naming the header and the task.
+   */
+  const backOffMs = (job: ReceivedJob, byRunner: number): number => {
+    const header = parseRetryBackoff(job.customHeaders[RETRY_BACKOFF_HEADER]);
+    if (header.kind === "fixed") return header.ms;
+    if (header.kind === "invalid") {
+      logger.warn(`the task's ${RETRY_BACKOFF_HEADER} header ${header.reason}; the default back-off applies`, {
+        engine: "zeebe",
+        taskId: job.key,
+        header: RETRY_BACKOFF_HEADER,
+        value: header.value,
+        backOffMs: byRunner,
+      });
+    }
+    return byRunner;
+  };
+
+  /**
    * Runs a job through the task runner, its job timeout extended meanwhile, its one outcome
    * reported through `actions` (the SDK job's own when polled, the client's when streamed).
    * Counted in hand from the first line: a stop waits for it.
@@ -178,7 +199,7 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
         },
         async fail(failure) {
           timeout.release();
-          await actions.fail({ errorMessage: failure.message, retries: failure.retries, retryBackOff: failure.backOffMs });
+          await actions.fail({ errorMessage: failure.message, retries: failure.retries, retryBackOff: backOffMs(job, failure.backOffMs) });
         },
       };
       const tenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
