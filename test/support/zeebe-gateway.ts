@@ -12,6 +12,8 @@
  * - [ERR]  Technical error handling: https://docs.camunda.io/docs/apis-tools/zeebe-api/technical-error-handling/
  * - [INC]  Incidents: https://docs.camunda.io/docs/components/concepts/incidents/
  * - [MT]   Multi-tenancy: https://docs.camunda.io/docs/components/concepts/multi-tenancy/
+ * - [AUTH] Zeebe API authentication: https://docs.camunda.io/docs/apis-tools/zeebe-api/zeebe-api-authentication/
+ * - [TLS]  Gateway security (TLS, mTLS): https://docs.camunda.io/docs/self-managed/zeebe-deployment/security/secure-client-communication/
  *
  * | Call / behaviour | What the stand-in does | Source |
  * |---|---|---|
@@ -29,10 +31,13 @@
  * | job timeout | an activated job whose deadline passes is `TIMED_OUT` and activatable again | [JOBS] Timeouts |
  * | back-pressure (`backPressure()`) | `RESOURCE_EXHAUSTED` for every call but `CompleteJob`, `FailJob` (always accepted) and `Topology` | [ERR] |
  * | faults (`inject`, `stall`, `stop`/`restart`) | `UNAVAILABLE` or `RESOURCE_EXHAUSTED` for chosen calls; calls left unanswered until released; the gateway gone and back on the same port, jobs kept (the broker keeps its state) | [ERR] |
+ * | credentials (`start({ authorization })`) | every call must carry exactly that `authorization` header (`Basic …`, `Bearer …`); a call without it or with another is answered `UNAUTHENTICATED` (recorded, never handled) | [AUTH] |
+ * | TLS, mutual TLS (`start({ tls })`) | the gateway serves TLS with the given certificate; with `clientCa` it requires a client certificate signed by it and ends the handshake of a client without one | [TLS] |
  *
  * Not modelled: processes, deployments, variables beyond the job's own, incidents' resolution apart
- * from `UpdateJobRetries`, `ResolveIncident`, partitions, authentication (every call is recorded
- * with its `authorization` header for a test to check).
+ * from `UpdateJobRetries`, `ResolveIncident`, partitions, an identity provider (the required
+ * header is given as is; every call is recorded with its `authorization` header for a test to check,
+ * an empty header read as none, as the SDK's NONE sends one).
  */
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -124,6 +129,16 @@ export interface IncidentRecord {
   errorType: "JOB_NO_RETRIES";
   errorMessage: string;
   at: number;
+}
+
+/** How a stand-in listens, and what it asks of its clients. */
+export interface GatewayOptions {
+  /** The port on 127.0.0.1; default a free one. */
+  port?: number;
+  /** The `authorization` header every call must carry (e.g. `Basic ZGVtbzpkZW1v`); others are answered `UNAUTHENTICATED`. Default: none asked. */
+  authorization?: string;
+  /** Serve TLS with this key and certificate (PEM); with `clientCa`, require a client certificate it signed (mutual TLS). Default: plaintext. */
+  tls?: { key: Buffer; cert: Buffer; clientCa?: Buffer };
 }
 
 /** A call the gateway received, with its answer. */
@@ -219,32 +234,36 @@ export class ZeebeGateway {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
-  private constructor(readonly port: number) {
+  private constructor(
+    readonly port: number,
+    private readonly options: GatewayOptions,
+  ) {
     // Zeebe's keys carry the partition in their top bits (partition 1: 2^51 + n); a random start
     // keeps the keys of separate stand-ins (and test runs sharing tasks_in_hand) apart.
     this.nextKey = 2n ** 51n + BigInt(Math.floor(Math.random() * 2 ** 40)) * 1000n;
   }
 
-  /** A stand-in on 127.0.0.1, on `port` or a free one. */
-  static async start(port = 0): Promise<ZeebeGateway> {
-    const bound = await ZeebeGateway.listen(port, undefined);
-    const gateway = new ZeebeGateway(bound.port);
+  /** A stand-in on 127.0.0.1 (see {@link GatewayOptions}: port, required credentials, TLS). */
+  static async start(options: GatewayOptions = {}): Promise<ZeebeGateway> {
+    const bound = await ZeebeGateway.listen(options.port ?? 0, options, undefined);
+    const gateway = new ZeebeGateway(bound.port, options);
     gateway.server = bound.server;
     gateway.serve(bound.server);
     return gateway;
   }
 
-  private static listen(port: number, gateway: ZeebeGateway | undefined): Promise<{ server: grpc.Server; port: number }> {
+  private static listen(port: number, options: GatewayOptions, gateway: ZeebeGateway | undefined): Promise<{ server: grpc.Server; port: number }> {
     const server = new grpc.Server();
     if (gateway !== undefined) gateway.serve(server);
-    return new Promise((resolve, reject) =>
-      server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve({ server, port: bound }))),
-    );
+    const { tls } = options;
+    const credentials =
+      tls === undefined ? grpc.ServerCredentials.createInsecure() : grpc.ServerCredentials.createSsl(tls.clientCa ?? null, [{ private_key: tls.key, cert_chain: tls.cert }], tls.clientCa !== undefined);
+    return new Promise((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, credentials, (err, bound) => (err ? reject(err) : resolve({ server, port: bound }))));
   }
 
-  /** `host:port`, as ZEEBE_ADDRESS takes it. */
+  /** `host:port`, as ZEEBE_ADDRESS takes it (with TLS: `localhost`, the name its certificate is for). */
   get address(): string {
-    return `127.0.0.1:${this.port}`;
+    return `${this.options.tls === undefined ? "127.0.0.1" : "localhost"}:${this.port}`;
   }
 
   // ---------------------------------------------------------------- the test-facing API
@@ -388,7 +407,7 @@ export class ZeebeGateway {
   /** The gateway back on the same port. */
   async restart(): Promise<void> {
     if (this.server !== undefined) return;
-    this.server = (await ZeebeGateway.listen(this.port, this)).server;
+    this.server = (await ZeebeGateway.listen(this.port, this.options, this)).server;
   }
 
   /** Stops for good: timers cleared, waiters released. */
@@ -423,15 +442,23 @@ export class ZeebeGateway {
     });
   }
 
-  /** Records the call; answers it with an injected fault, holds it while stalled, or lets it through. */
+  /** Records the call; answers it UNAUTHENTICATED or with an injected fault, holds it while stalled, or lets it through. */
   private admit(method: GatewayMethod, call: { metadata: grpc.Metadata; request: Record<string, unknown> }, next: (error: grpc.ServiceError | null) => void): void {
-    const authorization = call.metadata.get("authorization")[0]?.toString();
+    const header = call.metadata.get("authorization")[0]?.toString();
+    const authorization = header === "" ? undefined : header;
     const jobType = typeof call.request.type === "string" ? { jobType: call.request.type } : {};
+    const refuse = (code: grpc.status, details: string) => {
+      this.callLog.push({ method, at: Date.now(), status: grpc.status[code], authorization, ...jobType });
+      next(Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() }));
+    };
+    if (this.options.authorization !== undefined && authorization !== this.options.authorization) {
+      refuse(grpc.status.UNAUTHENTICATED, authorization === undefined ? "Expected an authorization header, but none was sent" : "Expected valid credentials, but the authorization header was not accepted");
+      return;
+    }
     const rule = this.faults.find((f) => f.remaining > 0 && !f.except.has(method) && (f.methods === undefined || f.methods.has(method)));
     if (rule !== undefined) {
       rule.remaining--;
-      this.callLog.push({ method, at: Date.now(), status: grpc.status[rule.code], authorization, ...jobType });
-      next(Object.assign(new Error(rule.details), { code: rule.code, details: rule.details, metadata: new grpc.Metadata() }));
+      refuse(rule.code, rule.details);
       return;
     }
     const stall = [...this.stalled.values()].find((s) => s.methods.has(method));

@@ -1,80 +1,66 @@
 import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createRequire } from "node:module";
-import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { expect } from "chai";
 import { loadConfig } from "../../src/config.js";
 import { zeebeClient } from "../../workers/zeebe/worker.js";
 import { selfSignedCertificate } from "../support/tls.js";
 import { TEST_JWT_SECRET, unsignedToken } from "../support/tokens.js";
-
-const require = createRequire(import.meta.url);
-const PROTO = require.resolve("@camunda8/sdk/dist/proto/zeebe.proto");
-
-/**
- * A gRPC server of the SDK's gateway protocol answering only `Topology`, recording the
- * `authorization` metadata of each call: enough to see what the worker's SDK client sends.
- */
-async function topologyGateway(credentials: grpc.ServerCredentials): Promise<{ address: string; authorizations: (string | undefined)[]; close: () => void }> {
-  const definition = protoLoader.loadSync(PROTO, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
-  const proto = grpc.loadPackageDefinition(definition) as unknown as { gateway_protocol: { Gateway: { service: grpc.ServiceDefinition } } };
-  const authorizations: (string | undefined)[] = [];
-  const server = new grpc.Server();
-  server.addService(proto.gateway_protocol.Gateway.service, {
-    Topology: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      const header = call.metadata.get("authorization")[0];
-      // The SDK's NONE sends an empty header: both read as none.
-      authorizations.push(header === undefined || String(header) === "" ? undefined : String(header));
-      callback(null, { brokers: [], clusterSize: 1, partitionsCount: 1, replicationFactor: 1, gatewayVersion: "8.8.0" });
-    },
-  });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", credentials, (err, bound) => (err ? reject(err) : resolve(bound))));
-  return { address: `localhost:${port}`, authorizations, close: () => server.forceShutdown() };
-}
+import { ZeebeGateway, type GatewayOptions } from "../support/zeebe-gateway.js";
 
 /** The Zeebe settings of `env`, read as the service reads them. */
 const zeebeOf = (env: Record<string, string>) => loadConfig({ JWT_SECRET: TEST_JWT_SECRET, ...env }).zeebe!;
 
-/** One Topology call of the worker's SDK client, asked once (no SDK retry). */
-async function topology(env: Record<string, string>): Promise<void> {
+/** One Topology call of the worker's SDK client, asked once (no SDK retry); answers "answered" or the error's message. */
+async function topology(env: Record<string, string>): Promise<string> {
   const client = zeebeClient(zeebeOf(env), false);
   try {
-    await client.topology();
+    return await client.topology().then(
+      () => "answered",
+      (err: Error) => err.message,
+    );
   } finally {
     await client.close();
   }
 }
 
-describe("Zeebe connection settings under the SDK's names, passed through to the SDK client (a gRPC gateway of the SDK's protocol checks what it receives)", function () {
+describe("Zeebe connection settings under the SDK's names, passed through to the SDK client (the gateway stand-in requires the credentials and records what it receives)", function () {
   this.timeout(30_000);
   const closers: (() => unknown)[] = [];
   afterEach(async () => {
     for (const close of closers.splice(0)) await close();
   });
 
-  const plaintextGateway = async () => {
-    const gateway = await topologyGateway(grpc.ServerCredentials.createInsecure());
-    closers.push(gateway.close);
+  const standIn = async (options: GatewayOptions = {}) => {
+    const gateway = await ZeebeGateway.start(options);
+    closers.push(() => gateway.close());
     return gateway;
   };
+  /** The authorization header of each Topology call the stand-in received, with its answer. */
+  const received = (gateway: ZeebeGateway) => gateway.calls("Topology").map((c) => `${c.status} ${c.authorization ?? "(none)"}`);
 
   it("CAMUNDA_AUTH_STRATEGY=BASIC sends CAMUNDA_BASIC_AUTH_USERNAME and CAMUNDA_BASIC_AUTH_PASSWORD (ZEEBE_GRPC_ADDRESS grpc://)", async () => {
-    const gateway = await plaintextGateway();
-    await topology({ ZEEBE_GRPC_ADDRESS: `grpc://${gateway.address}`, CAMUNDA_AUTH_STRATEGY: "BASIC", CAMUNDA_BASIC_AUTH_USERNAME: "demo", CAMUNDA_BASIC_AUTH_PASSWORD: "pw:1" });
-    expect(gateway.authorizations).to.deep.equal([`Basic ${Buffer.from("demo:pw:1").toString("base64")}`]);
+    const basic = `Basic ${Buffer.from("demo:pw:1").toString("base64")}`;
+    const gateway = await standIn({ authorization: basic });
+    const settings = { ZEEBE_GRPC_ADDRESS: `grpc://${gateway.address}`, CAMUNDA_AUTH_STRATEGY: "BASIC", CAMUNDA_BASIC_AUTH_USERNAME: "demo" };
+    expect(await topology({ ...settings, CAMUNDA_BASIC_AUTH_PASSWORD: "pw:1" })).to.equal("answered");
+    // Another password is refused by the stand-in.
+    expect(await topology({ ...settings, CAMUNDA_BASIC_AUTH_PASSWORD: "pw:2" })).to.contain("UNAUTHENTICATED");
+    expect(received(gateway)).to.deep.equal([`OK ${basic}`, `UNAUTHENTICATED Basic ${Buffer.from("demo:pw:2").toString("base64")}`]);
   });
 
   it("CAMUNDA_AUTH_STRATEGY=BEARER sends CAMUNDA_OAUTH_TOKEN", async () => {
-    const gateway = await plaintextGateway();
-    await topology({ ZEEBE_ADDRESS: gateway.address, CAMUNDA_AUTH_STRATEGY: "BEARER", CAMUNDA_OAUTH_TOKEN: "static-bearer" });
-    expect(gateway.authorizations).to.deep.equal(["Bearer static-bearer"]);
+    const gateway = await standIn({ authorization: "Bearer static-bearer" });
+    expect(await topology({ ZEEBE_ADDRESS: gateway.address, CAMUNDA_AUTH_STRATEGY: "BEARER", CAMUNDA_OAUTH_TOKEN: "static-bearer" })).to.equal("answered");
+    expect(received(gateway)).to.deep.equal(["OK Bearer static-bearer"]);
   });
 
-  it("NONE (the default) sends no credentials", async () => {
-    const gateway = await plaintextGateway();
-    await topology({ ZEEBE_ADDRESS: gateway.address });
-    expect(gateway.authorizations).to.deep.equal([undefined]);
+  it("NONE (the default) sends no credentials: a gateway asking for none answers, one asking for some refuses", async () => {
+    const open = await standIn();
+    expect(await topology({ ZEEBE_ADDRESS: open.address })).to.equal("answered");
+    expect(received(open)).to.deep.equal(["OK (none)"]);
+    const guarded = await standIn({ authorization: "Bearer static-bearer" });
+    expect(await topology({ ZEEBE_ADDRESS: guarded.address })).to.contain("UNAUTHENTICATED");
+    expect(received(guarded)).to.deep.equal(["UNAUTHENTICATED (none)"]);
   });
 
   it("OAUTH asks CAMUNDA_OAUTH_URL for a token with the client credentials, CAMUNDA_TOKEN_SCOPE and the audience, and sends it", async () => {
@@ -91,8 +77,8 @@ describe("Zeebe connection settings under the SDK's names, passed through to the
     });
     await new Promise<void>((resolve) => tokens.listen(0, "127.0.0.1", resolve));
     closers.push(() => new Promise((resolve) => tokens.close(resolve)));
-    const gateway = await plaintextGateway();
-    await topology({
+    const gateway = await standIn({ authorization: `Bearer ${token}` });
+    const answer = await topology({
       ZEEBE_GRPC_ADDRESS: `grpc://${gateway.address}`,
       CAMUNDA_AUTH_STRATEGY: "OAUTH",
       ZEEBE_CLIENT_ID: "zeebe-worker",
@@ -101,24 +87,21 @@ describe("Zeebe connection settings under the SDK's names, passed through to the
       CAMUNDA_TOKEN_SCOPE: "zeebe-scope",
       CAMUNDA_ZEEBE_OAUTH_AUDIENCE: "zeebe-api",
     });
+    expect(answer).to.equal("answered");
     expect(asked).to.deep.equal([{ audience: "zeebe-api", client_id: "zeebe-worker", client_secret: "zeebe-secret", grant_type: "client_credentials", scope: "zeebe-scope" }]);
-    expect(gateway.authorizations).to.deep.equal([`Bearer ${token}`]);
+    expect(received(gateway)).to.deep.equal([`OK Bearer ${token}`]);
   });
 
   it("mutual TLS: grpcs:// with CAMUNDA_CUSTOM_ROOT_CERT_PATH, CAMUNDA_CUSTOM_CERT_CHAIN_PATH and CAMUNDA_CUSTOM_PRIVATE_KEY_PATH reaches a gateway that requires a client certificate; without one it does not", async () => {
     const serverCert = selfSignedCertificate();
     const clientCert = selfSignedCertificate();
-    // The gateway trusts the client's self-signed certificate as its own CA, and requires one.
-    const gateway = await topologyGateway(grpc.ServerCredentials.createSsl(clientCert.cert, [{ private_key: serverCert.key, cert_chain: serverCert.cert }], true));
-    closers.push(gateway.close);
+    // The stand-in trusts the client's self-signed certificate as its own CA, and requires one.
+    const gateway = await standIn({ tls: { key: serverCert.key, cert: serverCert.cert, clientCa: clientCert.cert } });
     const tls = { ZEEBE_GRPC_ADDRESS: `grpcs://${gateway.address}`, CAMUNDA_CUSTOM_ROOT_CERT_PATH: serverCert.certPath };
-    await topology({ ...tls, CAMUNDA_CUSTOM_CERT_CHAIN_PATH: clientCert.certPath, CAMUNDA_CUSTOM_PRIVATE_KEY_PATH: clientCert.keyPath });
-    expect(gateway.authorizations).to.deep.equal([undefined]);
-    const refused = await topology(tls).then(
-      () => "answered",
-      (err: Error) => err.message,
-    );
-    expect(refused).not.to.equal("answered");
-    expect(gateway.authorizations).to.have.length(1);
+    expect(await topology({ ...tls, CAMUNDA_CUSTOM_CERT_CHAIN_PATH: clientCert.certPath, CAMUNDA_CUSTOM_PRIVATE_KEY_PATH: clientCert.keyPath })).to.equal("answered");
+    expect(received(gateway)).to.deep.equal(["OK (none)"]);
+    // Without a client certificate the handshake fails: no call reaches the gateway.
+    expect(await topology(tls)).not.to.equal("answered");
+    expect(received(gateway)).to.have.length(1);
   });
 });

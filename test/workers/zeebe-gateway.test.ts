@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "chai";
 import { gatewayProtocol, ZeebeGateway } from "../support/zeebe-gateway.js";
+import { selfSignedCertificate } from "../support/tls.js";
 import { waitUntil } from "../support/workers.js";
 
 type Message = Record<string, unknown>;
@@ -21,9 +22,9 @@ interface ActivatedJob {
 class RawClient {
   private readonly client: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
-  constructor(address: string, metadata?: grpc.Metadata) {
+  constructor(address: string, metadata?: grpc.Metadata, credentials = grpc.credentials.createInsecure()) {
     const Gateway = (gatewayProtocol().gateway_protocol as grpc.GrpcObject).Gateway as grpc.ServiceClientConstructor;
-    this.client = new Gateway(address, grpc.credentials.createInsecure()) as never;
+    this.client = new Gateway(address, credentials) as never;
     this.metadata = metadata ?? new grpc.Metadata();
   }
 
@@ -315,6 +316,54 @@ describe("Zeebe gateway stand-in (test/support/zeebe-gateway.ts), on its own", f
       expect(gateway.calls("Topology").map((c) => c.authorization)).to.deep.equal(["Bearer token-1", undefined]);
     } finally {
       withToken.close();
+    }
+  });
+
+  it("with credentials required, answers UNAUTHENTICATED to a call without them or with others, and hands such a call no job", async () => {
+    const guarded = await ZeebeGateway.start({ authorization: "Bearer right" });
+    const withHeader = (value: string) => {
+      const metadata = new grpc.Metadata();
+      metadata.set("authorization", value);
+      return new RawClient(guarded.address, metadata);
+    };
+    const [right, wrong, none] = [withHeader("Bearer right"), withHeader("Bearer wrong"), new RawClient(guarded.address)];
+    try {
+      const key = guarded.createJob({ type: "t" });
+      expect(await codeOf(none.call("Topology", {}))).to.equal("UNAUTHENTICATED");
+      expect(await codeOf(wrong.activate({ type: "t" }).jobs)).to.equal("UNAUTHENTICATED");
+      expect(guarded.job(key)?.state).to.equal("activatable");
+      expect((await right.activate({ type: "t" }).jobs).map((j) => j.key)).to.deep.equal([key]);
+      expect(guarded.calls().map((c) => `${c.method} ${c.status} ${c.authorization ?? "(none)"}`)).to.deep.equal([
+        "Topology UNAUTHENTICATED (none)",
+        "ActivateJobs UNAUTHENTICATED Bearer wrong",
+        "ActivateJobs OK Bearer right",
+      ]);
+    } finally {
+      [right, wrong, none].forEach((c) => c.close());
+      await guarded.close();
+    }
+  });
+
+  it("serves TLS, and with a client CA requires a client certificate it signed (mutual TLS), also after a restart", async () => {
+    const server = selfSignedCertificate();
+    const client = selfSignedCertificate();
+    const secured = await ZeebeGateway.start({ tls: { key: server.key, cert: server.cert, clientCa: client.cert } });
+    const withCertificate = new RawClient(secured.address, undefined, grpc.credentials.createSsl(server.cert, client.key, client.cert));
+    const withoutCertificate = new RawClient(secured.address, undefined, grpc.credentials.createSsl(server.cert));
+    const plaintext = new RawClient(secured.address);
+    try {
+      expect(secured.address).to.equal(`localhost:${secured.port}`);
+      expect(await codeOf(withCertificate.call("Topology", {}))).to.equal("OK");
+      expect(await codeOf(withoutCertificate.call("Topology", {}, 3000))).to.equal("UNAVAILABLE");
+      expect(await codeOf(plaintext.call("Topology", {}, 3000))).to.equal("UNAVAILABLE");
+      await secured.stop();
+      await secured.restart();
+      await waitUntil(async () => (await codeOf(withCertificate.call("Topology", {}, 2000))) === "OK", "the TLS gateway back on its port");
+      // Only the calls of the client with a certificate reached the gateway.
+      expect(secured.calls().every((c) => c.status === "OK")).to.equal(true);
+    } finally {
+      [withCertificate, withoutCertificate, plaintext].forEach((c) => c.close());
+      await secured.close();
     }
   });
 });
