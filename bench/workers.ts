@@ -1,16 +1,25 @@
 /**
- * api-request tasks through Camunda 7 (a real engine) and Zeebe (the project's gateway stand-in,
- * test/support/zeebe-gateway.ts: the vendor's broker may not be used): tasks per second of the
- * service's worker (the example definition, PostgreSQL) next to a worker that completes the same
- * tasks doing nothing, in the same run, on a warm engine, alternated (see {@link compared}).
- * Tasks are created first; the clock runs from the worker's start to the last completion. Zeebe also measures the service's worker with job
- * streaming (ZEEBE_STREAM_JOBS) against it polling, in the same run: the backlog (jobs created
- * first), live (jobs created while the worker runs: the jobs streaming pushes) and the
- * round trip of one job at a time (create to completion: its activation latency included).
+ * The Zeebe worker's own cost: `api-request` tasks per second for the example definition through
+ * the Zeebe worker (`dist/src/worker.js`, its own process, polling the project's gateway stand-in,
+ * test/support/zeebe-gateway.ts, which runs in this process and costs almost nothing), next to the
+ * same requests through `POST /task-backend/tasks/{segment}/api/request` (`dist/src/main.js`, its
+ * own process) at the same concurrency (the worker's WORKER_MAX_TASKS), in the same run: both
+ * processes started the same way, on the same database and tenant data, rounds alternated
+ * A B B A after warm-up rounds, CPU per task of each process and of the database's backends read
+ * from /proc. The clock of a worker round runs from creating its jobs (the worker already polling)
+ * to the last completion.
  *
- *   npm run build && npx node dist/bench/workers.js [--tasks=2000] [--engines=camunda7,zeebe] [--latency-runs=100] [--warm-up=2] [--pin=apart]
+ * Optional rounds: `--camunda7` (a smoke figure on a real engine, Camunda 7/Operaton: the
+ * service's worker next to a do-nothing worker), `--streaming` (Zeebe job streaming against
+ * polling, in this process).
+ *
+ *   npm run build && npx node dist/bench/workers.js [--tasks=2000] [--concurrency=10] [--warm-up=1]
+ *     [--database-url=postgres://…/bench_x] [--worker-cpu-prof=DIR] [--camunda7] [--streaming]
+ *     [--latency-runs=100] [--pin=apart]
  */
+import { Agent, request as httpRequest } from "node:http";
 import { Client, Variables } from "camunda-external-task-client-js";
+import { SignJWT } from "jose";
 import { camunda7Settings, loadConfig, zeebeSettings } from "../src/config.js";
 import { openDatabase } from "../src/db/database.js";
 import { EXAMPLE_DEFINITION, exampleGraph } from "../src/demo/seed.js";
@@ -22,17 +31,21 @@ import { createLogger, type Logger } from "../src/logger.js";
 import { Metrics } from "../src/metrics.js";
 import { createServices } from "../src/services.js";
 import { Camunda7Engine } from "../test/support/camunda7.js";
+import { freePort, startNode } from "../test/support/process.js";
 import { ZeebeGateway } from "../test/support/zeebe-gateway.js";
 import { startCamunda7Worker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker, zeebeClient } from "../workers/zeebe/worker.js";
-import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, pinApart, timeRuns } from "./harness.js";
+import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, pinApart, timeRuns, waitForHealth, type CpuSnapshot } from "./harness.js";
 
 const tasks = Number(option("tasks", "2000"));
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
 const tenant = `bench-workers-${Date.now()}`;
-const engines = option("engines", "camunda7,zeebe").split(",");
+const concurrency = Number(option("concurrency", "10"));
+const flag = (name: string) => process.argv.includes(`--${name}`);
+/** `--worker-cpu-prof=DIR`: the worker process writes a V8 CPU profile there when it stops. */
+const workerProfileDir = option("worker-cpu-prof", "");
 const latencyRuns = Number(option("latency-runs", "100"));
-const warmUp = Number(option("warm-up", "2"));
+const warmUp = Number(option("warm-up", "1"));
 /**
  * `--pin=apart`: the engine (its JVM and database backends) on CPU 0, the workers (this process and
  * the service's database backends) on CPU 1 — as an engine and a worker on hosts of their own. By
@@ -86,12 +99,143 @@ async function main(): Promise<void> {
   await services.apiDefinitions.create(tenant, EXAMPLE_DEFINITION);
   const variables = { apiDefinitionExternalId: EXAMPLE_DEFINITION.externalId, tenantId: tenant, queryParameters: { publicId: "AGR-1" } };
 
-  if (engines.includes("camunda7")) await camunda7(services, db.knex, variables);
-  if (engines.includes("zeebe")) await zeebe(services, db.knex, variables);
+  await workerVersusRest(variables);
+  if (flag("camunda7")) await camunda7(services, db.knex, variables);
+  if (flag("streaming")) await zeebe(services, db.knex, variables);
   await db.knex("api_definitions").where({ tenant }).del();
   await db.knex("links").where({ tenant }).del();
   await db.knex("entities").where({ tenant }).del();
   await db.close();
+}
+
+const SECRET = "bench-secret-that-is-at-least-32-bytes-long";
+
+/** A round's time and the CPU (ms) it took, by process group and by pid. */
+interface Round {
+  ms: number;
+  before: CpuSnapshot;
+  after: CpuSnapshot;
+}
+
+const cpuOf = (round: Round, pid: number | undefined) => (pid === undefined ? 0 : (round.after.get(pid)?.ms ?? 0) - (round.before.get(pid)?.ms ?? 0));
+
+/**
+ * The Zeebe worker process against the REST server process, `tasks` api-request tasks a round,
+ * `concurrency` at a time on each side, alternated REST, worker, worker, REST after `warmUp`
+ * rounds of each. Both processes run all along (the worker long-polling, the server idle) and are
+ * started alike: same database, same log level, their default pool.
+ */
+async function workerVersusRest(variables: Record<string, unknown>): Promise<void> {
+  const zb = await ZeebeGateway.start();
+  const [serverPort, workerPort] = [await freePort(), await freePort()];
+  const common = { DATABASE_URL: databaseUrl, JWT_SECRET: SECRET, HOST: "127.0.0.1", LOG_LEVEL: "warn" };
+  const server = startNode("dist/src/main.js", { ...common, PORT: String(serverPort) });
+  const worker = startNode("dist/src/worker.js", {
+    ...common,
+    PORT: String(workerPort),
+    ZEEBE_ADDRESS: zb.address,
+    WORKER_MAX_TASKS: String(concurrency),
+    ...(workerProfileDir !== "" ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${workerProfileDir}` } : {}),
+  });
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  try {
+    await Promise.all([waitForHealth(serverPort), waitForHealth(workerPort)]);
+    const tenant = String(variables.tenantId);
+    const token = await new SignJWT({ roles: ["admin"], tenants: [tenant] })
+      .setProtectedHeader({ alg: "HS256" })
+      .setSubject("bench")
+      .setExpirationTime("2h")
+      .sign(new TextEncoder().encode(SECRET));
+    const headers = { authorization: `Bearer ${token}`, "x-tenant-id": tenant, "content-type": "application/json" };
+    const body = JSON.stringify({ apiDefinitionExternalId: variables.apiDefinitionExternalId, queryParameters: variables.queryParameters });
+    const ask = async () => {
+      const { status, text } = await post(agent, serverPort, "/task-backend/tasks/bench/api/request", headers, body);
+      if (status !== 200 || (JSON.parse(text) as { accessPoints?: unknown[] }).accessPoints?.length !== 2) throw new Error(`request: ${status} ${text}`);
+    };
+    const rest = async (): Promise<Round> => {
+      let next = 0;
+      const before = cpuSnapshot();
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next++ < tasks) await ask();
+        }),
+      );
+      return { ms: performance.now() - started, before, after: cpuSnapshot() };
+    };
+    const viaWorker = async (): Promise<Round> => {
+      const before = cpuSnapshot();
+      const started = performance.now();
+      const pending = new Set(Array.from({ length: tasks }, () => zb.createJob({ type: "api-request", bpmnProcessId: "api-request-example-zeebe", elementId: "RequestAccessPoints", variables })));
+      const keys = [...pending];
+      const ended = (state: string | undefined) => state === "completed" || state === "errorThrown" || state === "incident";
+      await until(() => {
+        for (const key of pending) if (ended(zb.job(key)?.state)) pending.delete(key);
+        return pending.size === 0;
+      }, "worker round");
+      const ms = performance.now() - started;
+      const after = cpuSnapshot();
+      // Every job completed once with the walk's two access points: none failed, none thrown.
+      const completed = new Map<string, unknown[]>();
+      for (const record of zb.records({ intent: "COMPLETED" })) completed.set(record.key, [...(completed.get(record.key) ?? []), record.variables]);
+      for (const key of keys) {
+        const once = completed.get(key);
+        const points = (once?.[0] as { result?: { accessPoints?: unknown[] } } | undefined)?.result?.accessPoints;
+        if (zb.job(key)?.state !== "completed" || once?.length !== 1 || points?.length !== 2) throw new Error(`job ${key}: ${JSON.stringify(zb.records({ key }))}`);
+      }
+      return { ms, before, after };
+    };
+    for (let i = 0; i < warmUp; i++) {
+      console.log(`warm-up round ${i + 1} of ${warmUp} (REST, worker; not counted)`);
+      await rest();
+      await viaWorker();
+    }
+    const rounds = { rest: [] as Round[], worker: [] as Round[] };
+    for (const side of ["rest", "worker", "worker", "rest"] as const) {
+      const round = side === "rest" ? await rest() : await viaWorker();
+      rounds[side].push(round);
+      console.log(`  ${side === "rest" ? "REST  " : "worker"} ${rate(round.ms)}`);
+    }
+    const perSecond = (list: Round[]) => (tasks * list.length) / (list.reduce((sum, r) => sum + r.ms, 0) / 1000);
+    /** CPU ms per task over a side's rounds: the process that ran the tasks, the database's backends, this process (client or stand-in). */
+    const cpu = (list: Round[], pid: number | undefined) => {
+      const per = (ms: number) => (ms / (tasks * list.length)).toFixed(2);
+      const sum = (f: (r: Round) => number) => list.reduce((s, r) => s + f(r), 0);
+      const groups = (r: Round) => cpuBetween(r.before, r.after);
+      return {
+        process: per(sum((r) => cpuOf(r, pid))),
+        database: per(sum((r) => groups(r).get(`postgres ${workerDatabase}`) ?? 0)),
+        here: per(sum((r) => groups(r).get("this process") ?? 0)),
+      };
+    };
+    const restRate = perSecond(rounds.rest);
+    const workerRate = perSecond(rounds.worker);
+    const restCpu = cpu(rounds.rest, server.child.pid);
+    const workerCpu = cpu(rounds.worker, worker.child.pid);
+    console.log(`api-request, ${tasks} tasks a round, ${concurrency} at a time, PostgreSQL database ${workerDatabase}:`);
+    console.log(`  REST   POST /task-backend/tasks/{segment}/api/request: ${restRate.toFixed(0)} requests/s; CPU per task: server ${restCpu.process} ms, PostgreSQL backends ${restCpu.database} ms, client ${restCpu.here} ms`);
+    console.log(`  worker Zeebe worker on the gateway stand-in:        ${workerRate.toFixed(0)} tasks/s; CPU per task: worker ${workerCpu.process} ms, PostgreSQL backends ${workerCpu.database} ms, stand-in ${workerCpu.here} ms`);
+    console.log(`  ratio worker / REST throughput: ${(workerRate / restRate).toFixed(2)}x (goal >= 0.8x)`);
+  } finally {
+    agent.destroy();
+    worker.child.kill("SIGTERM");
+    server.child.kill("SIGTERM");
+    await Promise.all([worker.exited, server.exited]);
+    await zb.close();
+  }
+}
+
+function post(agent: Agent, port: number, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: "127.0.0.1", port, path, method: "POST", agent, headers: { ...headers, "content-length": Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 type Knex = Parameters<typeof startZeebeWorker>[2]["database"];

@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import { Camunda8, Zeebe } from "@camunda8/sdk";
 import type { ZeebeSettings } from "../../src/config.js";
 import type { Services } from "../../src/services.js";
@@ -43,6 +44,31 @@ function closeJobWorker(worker: JobWorker): Promise<unknown> {
   const again = setInterval(cancel, POLL_INTERVAL_MS);
   return closed.finally(() => clearInterval(again));
 }
+/**
+ * Keeps a job worker's slots filled. The SDK's job worker asks for jobs only once 70 % of its slots
+ * are free, and then at its next poll tick: with a backlog, its jobs in hand swing between 10 and
+ * 3 and it waits up to a poll interval between batches (measured: 0.23x the throughput of the same
+ * requests over REST at the same concurrency). Here it asks as soon as a slot frees: the slots freed
+ * in one turn of the event loop (jobs ending together) are asked for by one activation. The
+ * fields are the SDK's private ones; where they are missing (another SDK version) its own pace
+ * stays.
+ */
+function refillOnFreeSlot(worker: JobWorker, maxTasks: number): void {
+  const internals = worker as unknown as { activeJobsThresholdForReactivation?: number; capacityEmitter?: EventEmitter; poll?: () => Promise<void> };
+  if (typeof internals.poll !== "function" || typeof internals.activeJobsThresholdForReactivation !== "number" || !(internals.capacityEmitter instanceof EventEmitter)) return;
+  const poll = internals.poll.bind(worker);
+  internals.activeJobsThresholdForReactivation = maxTasks - 1;
+  let due = false;
+  internals.capacityEmitter.on("AVAILABLE", () => {
+    if (due) return;
+    due = true;
+    setImmediate(() => {
+      due = false;
+      void poll();
+    });
+  });
+}
+
 /** What a gRPC client of the gateway is made from: the address, TLS, the CA and client certificate, the authentication. */
 export type ZeebeConnection = Pick<ZeebeSettings, "address"> & Partial<Pick<ZeebeSettings, "tls" | "auth" | "rootCertPath" | "mtls">>;
 
@@ -210,8 +236,8 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
     }
   };
 
-  const create = (taskType: string, handler: TaskHandler) =>
-    zeebe.createWorker({
+  const create = (taskType: string, handler: TaskHandler) => {
+    const worker = zeebe.createWorker({
       taskType,
       id: workerId,
       // The SDK's own log lines are not JSON lines of ours; the runner logs one line per task.
@@ -234,6 +260,9 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
         return JOB_ACTION_ACKNOWLEDGEMENT;
       },
     });
+    refillOnFreeSlot(worker, settings.maxTasks);
+    return worker;
+  };
 
   const startJobWorkers = () => {
     workers = [create(settings.topics.apiRequest, apiRequest), create(settings.topics.calculateSeries, calculateSeries)];
