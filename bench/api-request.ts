@@ -15,13 +15,13 @@
  *     [--server-cpu-prof=DIR]  (the server's CPU profile, written to DIR when it stops)
  */
 import { randomUUID } from "node:crypto";
-import { Agent, request as httpRequest } from "node:http";
+import { Agent } from "node:http";
 import { SignJWT } from "jose";
 import pg from "pg";
 import { openDatabase } from "../src/db/database.js";
 import { EXAMPLE_DEFINITION } from "../src/demo/seed.js";
 import { freePort, startNode } from "../test/support/process.js";
-import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, summary, timeRuns, waitForHealth } from "./harness.js";
+import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, post, summary, timeRuns, waitForHealth } from "./harness.js";
 import { HAND_TUNED, handTunedBindings, seedGraph } from "./seed-graph.js";
 
 const agreements = Number(option("agreements", "20000"));
@@ -162,18 +162,6 @@ async function underLoad(fn: (i: number) => Promise<void>, total: number, concur
   return { latencies: latencies.sort((a, b) => a - b), seconds, perSecond: total / seconds };
 }
 
-function post(agent: Agent, port: number, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path, method: "POST", agent, headers: { ...headers, "content-length": Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 main().catch((err: unknown) => {
   console.error(err);

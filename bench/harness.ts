@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { type Agent, request as httpRequest } from "node:http";
 import { cpus } from "node:os";
 
 /** Times `fn` `iterations` times after `warmup` runs; returns milliseconds per run, sorted. */
@@ -134,4 +135,18 @@ export function pinApart(settings: { engineDatabase?: string; workerDatabase: st
     for (const pid of pinned) pin(pid, all);
     pinned.clear();
   };
+}
+
+/** A POST over `agent` (keep-alive) to 127.0.0.1:`port`: the status and the body as text. */
+export function post(agent: Agent, port: number, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: "127.0.0.1", port, path, method: "POST", agent, headers: { ...headers, "content-length": Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }

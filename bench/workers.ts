@@ -17,7 +17,7 @@
  *     [--database-url=postgres://…/bench_x] [--worker-cpu-prof=DIR] [--camunda7] [--streaming]
  *     [--latency-runs=100] [--pin=apart]
  */
-import { Agent, request as httpRequest } from "node:http";
+import { Agent } from "node:http";
 import { Client, Variables } from "camunda-external-task-client-js";
 import { SignJWT } from "jose";
 import { camunda7Settings, loadConfig, zeebeSettings } from "../src/config.js";
@@ -35,7 +35,7 @@ import { freePort, startNode } from "../test/support/process.js";
 import { ZeebeGateway } from "../test/support/zeebe-gateway.js";
 import { startCamunda7Worker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker, zeebeClient } from "../workers/zeebe/worker.js";
-import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, pinApart, timeRuns, waitForHealth, type CpuSnapshot } from "./harness.js";
+import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, pinApart, timeRuns, post, waitForHealth, type CpuSnapshot } from "./harness.js";
 
 const tasks = Number(option("tasks", "2000"));
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
@@ -223,19 +223,6 @@ async function workerVersusRest(variables: Record<string, unknown>): Promise<voi
     await Promise.all([worker.exited, server.exited]);
     await zb.close();
   }
-}
-
-function post(agent: Agent, port: number, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path, method: "POST", agent, headers: { ...headers, "content-length": Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
 }
 
 type Knex = Parameters<typeof startZeebeWorker>[2]["database"];

@@ -6,7 +6,7 @@ import { upsertEntities } from "../src/graph/entities.js";
 import { createLinks } from "../src/graph/links.js";
 import { createServices } from "../src/services.js";
 import { ingestEvents } from "../src/timeseries/ingest.js";
-import { nextAttempt, reconnectDelayMs, retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../src/tasks/outcome.js";
+import { backPressureDelayMs, nextAttempt, reconnectDelayMs, retriesAfterFailure, retryTimeoutMs, taskOutcome } from "../src/tasks/outcome.js";
 import { apiRequest, calculateSeries } from "../src/tasks/tasks.js";
 import { objectVariable } from "../src/tasks/variables.js";
 import { describeEachBackend } from "./support/backends.js";
@@ -138,5 +138,17 @@ describe("task outcomes", () => {
       { retries: 0, backOffMs: 4000 },
     ]);
     expect([0, 1, 2, 5, 6, 20].map(reconnectDelayMs)).to.deep.equal([500, 1000, 2000, 16_000, 30_000, 30_000]);
+  });
+
+  it("backs off exponentially after back-pressure refusals, with jitter of up to a quarter, capped at 10 s", () => {
+    // Without jitter (random 0): doubling from 0.5 s to the cap.
+    expect([0, 1, 2, 3, 4, 5, 50].map((n) => backPressureDelayMs(n, 0))).to.deep.equal([500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
+    // The most jitter takes a quarter off; the pauses still grow until the cap.
+    expect([0, 1, 2, 3, 4].map((n) => backPressureDelayMs(n, 0.999999))).to.deep.equal([375, 750, 1500, 3000, 6000]);
+    for (let n = 0; n < 4; n++) expect(backPressureDelayMs(n + 1, 0.999999)).to.be.greaterThan(backPressureDelayMs(n, 0));
+    const drawn = Array.from({ length: 200 }, () => backPressureDelayMs(1));
+    expect(Math.min(...drawn)).to.be.at.least(750);
+    expect(Math.max(...drawn)).to.be.at.most(1000);
+    expect(new Set(drawn).size).to.be.greaterThan(1);
   });
 });

@@ -33,6 +33,22 @@ export function nextAttempt(current: number | null | undefined, defaultRetries: 
   return { retries, backOffMs: retryTimeoutMs(retries, defaultRetries) };
 }
 
+/** The first pause after an engine's back-pressure refusal, doubled at each refusal that follows. */
+export const BACK_PRESSURE_BASE_MS = 500;
+/** The longest pause after a back-pressure refusal. */
+export const BACK_PRESSURE_CAP_MS = 10_000;
+
+/**
+ * Wait before asking again after the `refusals`-th back-pressure refusal in a row (0 for the first):
+ * 0.5, 1, 2 … s, capped at 10 s, each cut by a random up to a quarter (`random` in [0, 1)), so that
+ * workers refused together do not all ask again together. Before the cap each pause is longer than
+ * the one before (the least of the next, 0.75 × 2 d, exceeds the most of this, d).
+ */
+export function backPressureDelayMs(refusals: number, random: number = Math.random()): number {
+  const ceiling = Math.min(BACK_PRESSURE_CAP_MS, BACK_PRESSURE_BASE_MS * 2 ** Math.min(Math.max(0, refusals), 10));
+  return Math.round(ceiling * (1 - 0.25 * random));
+}
+
 /** Wait before the next try to reach a lost engine: 0.5, 1, 2 … s, capped at 30 s. */
 export function reconnectDelayMs(failedTries: number): number {
   return Math.min(30_000, 500 * 2 ** Math.min(Math.max(0, failedTries), 6));

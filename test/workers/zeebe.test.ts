@@ -221,7 +221,7 @@ describe("Zeebe worker against the gateway stand-in", function () {
     }
   });
 
-  it("backs off under back-pressure (RESOURCE_EXHAUSTED) and recovers: every job completed once", async () => {
+  it("backs off under back-pressure (RESOURCE_EXHAUSTED) exponentially, logged as back-pressure, reset by a success: every job completed once", async () => {
     // The next six activations (of both job types) are refused, as a broker over its limit refuses them.
     gateway.backPressure(6);
     const keys = Array.from({ length: 5 }, () => apiRequestJob({ queryParameters: { publicId: "AGR-1" } }));
@@ -229,16 +229,35 @@ describe("Zeebe worker against the gateway stand-in", function () {
     for (const key of keys) expect(accessPoints(await completedWith(key))).to.deep.equal(["EAN-1", "EAN-2"]);
     const activations = gateway.calls("ActivateJobs").filter((c) => c.jobType === "api-request");
     const refused = activations.filter((c) => c.status === "RESOURCE_EXHAUSTED");
-    expect(refused.length).to.be.greaterThan(0);
     expect(gateway.calls("ActivateJobs").filter((c) => c.status === "RESOURCE_EXHAUSTED")).to.have.length(6);
-    // After each refusal the worker paused before asking again, rather than 20 ms later: the SDK reports
-    // the refusal as a connection error, so the worker closes its job workers and asks again after its
-    // first outage probe (0.5 s), once the gateway answers Topology.
-    const nextAfter = (at: number) => activations.find((c) => c.at > at);
-    for (const call of refused) expect(nextAfter(call.at)!.at - call.at).to.be.at.least(500);
+    // Both job types are refused together, so the six refusals make at least three pauses.
+    expect(refused.length).to.be.at.least(3);
+    // After each refusal the worker paused before asking again, each pause longer than the one
+    // before (0.5, 1, 2 s, less up to a quarter of jitter), not a flat pause.
+    const pauses = refused.map((call) => activations.find((c) => c.at > call.at)!.at - call.at);
+    expect(pauses[0]).to.be.at.least(375);
+    for (let i = 1; i < pauses.length; i++) expect(pauses[i]).to.be.greaterThan(pauses[i - 1]!);
+    // Logged as back-pressure, not as an unreachable gateway: a warning, then a line per longer pause.
+    const pressure = logs.entries.filter((e) => String(e.message).startsWith("zeebe gateway back-pressure"));
+    expect(pressure.map((e) => e.refusals)).to.deep.equal(pauses.map((_, i) => i + 1));
+    expect(pressure[0]?.level).to.equal("warn");
+    expect(pressure.map((e) => Number(e.pauseMs))).to.satisfy((ms: number[]) => ms.every((m, i) => i === 0 || m > ms[i - 1]!));
+    expect(logs.entries.filter((e) => e.message === "zeebe gateway unreachable; retrying")).to.deep.equal([]);
     // No job lost: each activated once and completed once.
     for (const key of keys) expect(gateway.records({ key }).map((r) => r.intent)).to.deep.equal(["CREATED", "ACTIVATED", "COMPLETED"]);
     await waitUntil(() => taskLines(logs.entries, "completed").length === 5, "five completions logged");
+
+    // The jobs activated since reset the back-off: the next back-pressure starts again at the first pause.
+    // (The open activation takes the first job; the one the worker then opens is refused.)
+    gateway.backPressure(1);
+    const first = apiRequestJob({ queryParameters: { publicId: "AGR-1" } });
+    const again = () => logs.entries.filter((e) => String(e.message).startsWith("zeebe gateway back-pressure")).slice(pressure.length);
+    await waitUntil(() => again().length === 1, "the next refusal logged");
+    const later = apiRequestJob({ queryParameters: { publicId: "AGR-1" } });
+    for (const key of [first, later]) expect(accessPoints(await completedWith(key))).to.deep.equal(["EAN-1", "EAN-2"]);
+    expect(again().map((e) => [e.level, e.refusals])).to.deep.equal([["warn", 1]]);
+    expect(Number(again()[0]?.pauseMs)).to.be.within(375, 500);
+    for (const key of [first, later]) expect(gateway.records({ key }).map((r) => r.intent)).to.deep.equal(["CREATED", "ACTIVATED", "COMPLETED"]);
   });
 
   it("reports not ready while the gateway leaves Topology unanswered, ready again once it answers", async () => {

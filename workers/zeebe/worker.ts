@@ -2,7 +2,7 @@ import { EventEmitter } from "node:events";
 import { Camunda8, Zeebe } from "@camunda8/sdk";
 import type { ZeebeSettings } from "../../src/config.js";
 import type { Services } from "../../src/services.js";
-import { reconnectDelayMs } from "../../src/tasks/outcome.js";
+import { backPressureDelayMs, reconnectDelayMs } from "../../src/tasks/outcome.js";
 import { parseRetryBackoff, RETRY_BACKOFF_HEADER } from "../../src/tasks/retry-backoff.js";
 import { TaskRunner, type RunningWorker, type TaskHandler, type TaskReporter, type WorkerDeps } from "../../src/tasks/runner.js";
 import { apiRequest, calculateSeries } from "../../src/tasks/tasks.js";
@@ -15,6 +15,9 @@ const JOB_ACTION_ACKNOWLEDGEMENT = Zeebe.Types.JOB_ACTION_ACKNOWLEDGEMENT;
 
 /** Pause between job activations (each a long poll held by the gateway until jobs arrive). */
 const POLL_INTERVAL_MS = 20;
+
+/** The gRPC status of Zeebe's back-pressure answer (`RESOURCE_EXHAUSTED`). */
+const RESOURCE_EXHAUSTED = 8;
 
 /** Zeebe's name for "no tenant" (multi-tenancy off). */
 const DEFAULT_TENANT = "<default>";
@@ -156,7 +159,41 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
   // it answers. One warning per outage, one line when it is back.
   let workers: ReturnType<typeof create>[] = [];
   let outage: Promise<void> | undefined;
+  // Back-pressure: the refusals in a row (reset when a job is activated) and whether the error the
+  // SDK reports as a connection error was one (its job worker's `streamError` says so just after).
+  let refusals = 0;
+  let backPressured = false;
   const onConnectionError = () => {
+    // The SDK calls this before its job worker emits the stream's error: decided once that has been seen.
+    setImmediate(() => {
+      const refused = backPressured;
+      backPressured = false;
+      if (refused) onBackPressure();
+      else onLost();
+    });
+  };
+
+  /**
+   * Zeebe's back-pressure (`RESOURCE_EXHAUSTED`): the gateway answers but the broker takes no more
+   * for now. The job workers are closed (the SDK would ask again at its own pace) and fresh ones
+   * start after 0.5, 1, 2 … 10 s with jitter ({@link backPressureDelayMs}), the pause growing with each
+   * refusal in a row until a job is activated again.
+   */
+  const onBackPressure = () => {
+    if (state.stopping || outage !== undefined) return;
+    const pauseMs = backPressureDelayMs(refusals++);
+    const fields = { engine: "zeebe", address: settings.address, refusals, pauseMs };
+    if (refusals === 1) logger.warn("zeebe gateway back-pressure (RESOURCE_EXHAUSTED); asking for jobs again after a pause", fields);
+    else logger.info("zeebe gateway back-pressure again; a longer pause", fields);
+    const refusedWorkers = workers.splice(0);
+    outage = (async () => {
+      await Promise.all(refusedWorkers.map((w) => closeJobWorker(w).catch(() => undefined)));
+      await state.pause(pauseMs);
+      if (!state.stopping) startJobWorkers();
+    })().finally(() => (outage = undefined));
+  };
+
+  const onLost = () => {
     if (state.stopping || outage !== undefined) return;
     state.unreachable();
     logger.warn("zeebe gateway unreachable; retrying", { engine: "zeebe", address: settings.address });
@@ -250,6 +287,8 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
       pollInterval: POLL_INTERVAL_MS,
       onConnectionError,
       taskHandler: async (job) => {
+        // A job activated: the gateway takes activations again.
+        refusals = 0;
         await runJob(taskType, handler, job, {
           complete: (output) => job.complete(output as Parameters<typeof job.complete>[0]),
           // job.forward() tells the SDK's job worker the job is done with (it counts its jobs in hand).
@@ -259,6 +298,12 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
         // Exactly one job action per job, made by the reporter (or none reached the engine: the job times out).
         return JOB_ACTION_ACKNOWLEDGEMENT;
       },
+    });
+    worker.on("streamError", (err: unknown) => {
+      if ((err as { code?: unknown } | null)?.code !== RESOURCE_EXHAUSTED) return;
+      backPressured = true;
+      // Read by the connection error's handler, due first; not left over for a later error.
+      setImmediate(() => (backPressured = false));
     });
     refillOnFreeSlot(worker, settings.maxTasks);
     return worker;
