@@ -260,6 +260,28 @@ describe("Zeebe worker against the gateway stand-in", function () {
     for (const key of [first, later]) expect(gateway.records({ key }).map((r) => r.intent)).to.deep.equal(["CREATED", "ACTIVATED", "COMPLETED"]);
   });
 
+  it("asks for a job as soon as a slot frees, not only once most of its slots are free", async () => {
+    // Four transform processes, so that the three slow jobs run side by side and the fast ones wait for none.
+    const roomy = createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET, TRANSFORM_TIMEOUT_MS: "60000", TRANSFORM_PROCESSES: "4" }), db);
+    try {
+      const slow = Array.from({ length: 3 }, () => apiRequestJob({ apiDefinitionExternalId: SLOW_DEFINITION.externalId, queryParameters: { publicId: "AGR-1" } }));
+      const fast = apiRequestJob({ queryParameters: { publicId: "AGR-1" } });
+      // Four in hand at most: the four jobs fill every slot.
+      start(roomy, new MemoryTransport(), gateway.address, undefined, { maxTasks: 4 });
+      expect(await gateway.settle(fast)).to.equal("completed");
+      // One slot free, three slow jobs in hand: the next job is taken at once (the SDK alone would
+      // wait until no more than a third of its slots were taken, i.e. for two slow jobs to end).
+      const next = apiRequestJob({ queryParameters: { publicId: "AGR-1" } });
+      expect(await gateway.settle(next)).to.equal("completed");
+      const completedAt = (key: string) => gateway.records({ key, intent: "COMPLETED" })[0]?.position ?? Infinity;
+      for (const key of slow) expect(completedAt(next)).to.be.lessThan(completedAt(key));
+      for (const key of slow) expect(await gateway.settle(key, 60_000)).to.equal("completed");
+    } finally {
+      await Promise.all(workers.splice(0).map((w) => w.stop()));
+      await roomy.transforms.close();
+    }
+  });
+
   it("reports not ready while the gateway leaves Topology unanswered, ready again once it answers", async () => {
     const { worker } = start(services);
     await worker.check();
