@@ -139,6 +139,16 @@ function textMap(value: unknown): Record<string, string> | undefined {
 const FINER_THAN_MS = /[.,]\d{3}0*[1-9]/;
 
 /**
+ * The bound of a range given with digits finer than a millisecond, as the first whole millisecond
+ * at or after it: `instant` cuts those digits (a floor), and an event kept in milliseconds lies in
+ * [from, to) exactly when it lies in [ceil(from), ceil(to)). So a range never answers or deletes an
+ * event before its `from`, nor leaves out one before its `to`.
+ */
+export function rangeBoundMillis(text: string, flooredMillis: number): number {
+  return FINER_THAN_MS.test(text) ? flooredMillis + 1 : flooredMillis;
+}
+
+/**
  * The instant of an ingested field, or why not. Digits finer than a millisecond are accepted when
  * they are zeros (`…:00.123000Z`) and refused otherwise, never cut: two events a microsecond apart
  * would otherwise replace each other (shared/SEMANTICS.md, "Edges, fixed").

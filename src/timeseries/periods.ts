@@ -1,6 +1,7 @@
 import { DateTime, IANAZone } from "luxon";
 import { invalidRequest } from "../errors.js";
 import { INSTANT_RANGE_TEXT, instantInRange } from "../input.js";
+import { rangeBoundMillis } from "./events.js";
 
 export const PERIODS = [
   "This hour",
@@ -117,5 +118,5 @@ function instant(text: unknown, now: DateTime, path: string): DateTime {
   const parsed = DateTime.fromISO(token, { zone: "utc", setZone: true });
   if (!parsed.isValid) throw invalidRequest(`"${text}" is not an ISO-8601 date-time, {{now}} or {{today}}`, path);
   if (!instantInRange(parsed.toMillis(), path.endsWith(".to"))) throw invalidRequest(`"${text}" is outside the accepted dates, ${INSTANT_RANGE_TEXT}`, path);
-  return parsed.setZone(now.zone);
+  return DateTime.fromMillis(rangeBoundMillis(token, parsed.toMillis()), { zone: now.zone });
 }

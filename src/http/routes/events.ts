@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { Type } from "typebox";
 import { invalidRequest, ProblemError } from "../../errors.js";
-import { instant } from "../../timeseries/events.js";
+import { instant, rangeBoundMillis } from "../../timeseries/events.js";
 import { CSV_HEADER, csvLine } from "../../timeseries/export.js";
 import type { EventJson } from "../../timeseries/query.js";
 import type { QueryType } from "../../timeseries/service.js";
@@ -201,7 +201,8 @@ export function eventRoutes(app: App, { services, config }: ServerDeps): void {
       const to = instant(request.query.to);
       if (from === undefined) throw invalidRequest("from must be an ISO-8601 instant", "querystring.from");
       if (to === undefined) throw invalidRequest("to must be an ISO-8601 instant", "querystring.to");
-      return { deleted: await services.timeSeries.deleteRange(requireTenant(request), request.params.itemId, from, to) };
+      const [start, end] = [rangeBoundMillis(request.query.from, from.getTime()), rangeBoundMillis(request.query.to, to.getTime())];
+      return { deleted: await services.timeSeries.deleteRange(requireTenant(request), request.params.itemId, new Date(start), new Date(end)) };
     },
   );
 
