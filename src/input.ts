@@ -61,27 +61,45 @@ const MAX_PATH_TEXT = 300;
  * past it, under `base`), or undefined. Iterative, so any depth a parser let in is walked.
  */
 export function depthFault(value: unknown, base: string): ProblemDetail | undefined {
-  const stack: { value: unknown; depth: number; path: () => string }[] = [{ value, depth: 0, path: () => base }];
-  while (stack.length > 0) {
-    const { value: v, depth, path } = stack.pop()!;
-    if (v === null || typeof v !== "object") continue;
-    if (depth >= MAX_JSON_DEPTH) {
-      let at = path();
-      if (at.length > MAX_PATH_TEXT) at = `${at.slice(0, MAX_PATH_TEXT / 2)}…${at.slice(-MAX_PATH_TEXT / 2)}`;
-      return { path: at, message: `nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays, the most a JSON value may` };
+  const steps = deepestSteps(value, 0);
+  if (steps === undefined) return undefined;
+  let at = base;
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const step = steps[i]!;
+    at = typeof step === "number" ? `${at}[${step}]` : memberPath(at, step);
+  }
+  if (at.length > MAX_PATH_TEXT) at = `${at.slice(0, MAX_PATH_TEXT / 2)}…${at.slice(-MAX_PATH_TEXT / 2)}`;
+  return { path: at, message: `nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays, the most a JSON value may` };
+}
+
+/**
+ * The steps (innermost first) to the first value nested MAX_JSON_DEPTH levels deep, or undefined.
+ * Recursive, but never deeper than MAX_JSON_DEPTH frames; it allocates nothing on a sound value,
+ * so a wide body (millions of small arrays) costs one pass and no garbage.
+ */
+function deepestSteps(value: unknown, depth: number): (string | number)[] | undefined {
+  if (value === null || typeof value !== "object") return undefined;
+  if (depth >= MAX_JSON_DEPTH) return [];
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const child: unknown = value[i];
+      if (child === null || typeof child !== "object") continue;
+      const steps = deepestSteps(child, depth + 1);
+      if (steps !== undefined) {
+        steps.push(i);
+        return steps;
+      }
     }
-    if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) {
-        const child: unknown = v[i];
-        if (child !== null && typeof child === "object") stack.push({ value: child, depth: depth + 1, path: () => `${path()}[${i}]` });
-      }
-    } else {
-      const keys = Object.keys(v);
-      for (let i = keys.length - 1; i >= 0; i--) {
-        const key = keys[i]!;
-        const child = (v as Record<string, unknown>)[key];
-        if (child !== null && typeof child === "object") stack.push({ value: child, depth: depth + 1, path: () => memberPath(path(), key) });
-      }
+    return undefined;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const child = (value as Record<string, unknown>)[key];
+    if (child === null || typeof child !== "object") continue;
+    const steps = deepestSteps(child, depth + 1);
+    if (steps !== undefined) {
+      steps.push(key);
+      return steps;
     }
   }
   return undefined;
@@ -170,6 +188,9 @@ export function inputSound(value: unknown, parentKey?: string, depth = 0): boole
  * Iterative, so a deeply nested body cannot exhaust the stack.
  */
 export function inputFaults(value: unknown, base: string): ProblemDetail[] {
+  // A sound value (nearly every one) is answered by a walk that builds no path: a wide body of
+  // millions of small values must not cost a path string per value.
+  if (inputSound(value)) return [];
   const faults: ProblemDetail[] = [];
   const stack: { value: unknown; path: string; key: string | undefined }[] = [{ value, path: base, key: undefined }];
   while (stack.length > 0 && faults.length < MAX_FAULTS) {

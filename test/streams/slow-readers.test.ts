@@ -27,7 +27,7 @@ describe("live streams: slow readers do not stall the server", function () {
   let server: { process: RunningProcess; base: string; ws: string };
 
   before(async () => {
-    server = await startReplica(TEST_DATABASE_URL, { NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=/tmp/streams-prof" });
+    server = await startReplica(TEST_DATABASE_URL);
   });
   after(async () => { server.process.child.kill("SIGTERM"); await server.process.exited; });
 
