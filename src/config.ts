@@ -576,7 +576,15 @@ function readCamunda7Connection(e: EnvValues, problems: string[]): { url: string
   if (url !== undefined) {
     const parsed = new URL(url);
     if (parsed.username !== "" || parsed.password !== "") {
-      userinfo = { username: decodeURIComponent(parsed.username) || undefined, password: decodeURIComponent(parsed.password) || undefined };
+      const decoded = (part: string, what: string): string | undefined => {
+        try {
+          return decodeURIComponent(part) || undefined;
+        } catch {
+          problems.push(`CAMUNDA_URL: the ${what} in its userinfo is not valid percent-encoding`);
+          return undefined;
+        }
+      };
+      userinfo = { username: decoded(parsed.username, "user"), password: decoded(parsed.password, "password") };
       parsed.username = "";
       parsed.password = "";
       url = parsed.toString();

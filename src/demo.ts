@@ -49,8 +49,12 @@ async function demo(): Promise<void> {
   });
 }
 
-/** A random HS256 secret made on the first demo run and kept (owner-only) beside the embedded database. */
+/**
+ * A random HS256 secret made on the first demo run and kept (owner-only) beside the embedded
+ * database; with the database in memory (`memory://`) it is kept in memory too, for this run only.
+ */
 function developmentSecret(dataDir: string): string {
+  if (dataDir.startsWith("memory://")) return randomBytes(48).toString("base64url");
   const file = join(dataDir, "dev-jwt-secret");
   try {
     return readFileSync(file, "utf8").trim();

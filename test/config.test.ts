@@ -99,6 +99,12 @@ describe("configuration", () => {
     expect(loadConfig({ AUTH_DISABLED: "true" }).auth.disabled).to.equal(true);
   });
 
+  it("names CAMUNDA_URL, and never its value, when its userinfo is not valid percent-encoding", () => {
+    const problems = problemsOf({ CAMUNDA_URL: "http://alice:p%E0%A4%A@127.0.0.1:3699/engine-rest" }, "worker");
+    expect(problems).to.include("CAMUNDA_URL: the password in its userinfo is not valid percent-encoding");
+    expect(problems.filter((p) => p.includes("alice") || p.includes("%E0"))).to.deep.equal([]);
+  });
+
   it("runs the workers alone without a JWT key, but not without an engine", () => {
     expect(problemsOf({}, "worker")).to.deep.equal(["the worker needs an engine: set CAMUNDA_URL (Camunda 7), ZEEBE_ADDRESS or ZEEBE_GRPC_ADDRESS (Zeebe), or both"]);
     expect(loadConfig({ ZEEBE_GRPC_ADDRESS: "grpc://localhost:26500" }, "worker").zeebe?.address).to.equal("localhost:26500");

@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { connect } from "node:net";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
@@ -8,7 +8,7 @@ import { loadConfig } from "../src/config.js";
 import { openDatabase } from "../src/db/database.js";
 import { demoEnvironment } from "../src/demo/environment.js";
 import { TEST_DATABASE_URL } from "./support/backends.js";
-import { freePort, startNode, type RunningProcess } from "./support/process.js";
+import { freePort, ROOT, startNode, type RunningProcess } from "./support/process.js";
 import { adminToken, TEST_JWT_SECRET } from "./support/tokens.js";
 
 function canConnect(port: number): Promise<boolean> {
@@ -143,6 +143,21 @@ describe("the demo command", function () {
     expect(demoEnvironment({ HOST: "0.0.0.0", PORT: "1" })).to.deep.equal({ HOST: "0.0.0.0", PORT: "1" });
     expect(loadConfig(demoEnvironment({ AUTH_DISABLED: "true" })).host).to.equal("127.0.0.1");
     expect(loadConfig({ AUTH_DISABLED: "true" }).host).to.equal("0.0.0.0");
+  });
+
+  it("keeps its development secret in memory, writing no file, when DATA_DIR is memory://", async () => {
+    const stray = join(ROOT, "memory:");
+    rmSync(stray, { recursive: true, force: true });
+    const demo = startNode("dist/src/demo.js", { DATA_DIR: "memory://", PORT: String(await freePort()) });
+    try {
+      await demo.waitFor(/export TOKEN=/);
+      expect(existsSync(stray), `${stray} written`).to.equal(false);
+      demo.child.kill("SIGTERM");
+      expect(await demo.exited).to.equal(0);
+    } finally {
+      demo.kill();
+      rmSync(stray, { recursive: true, force: true });
+    }
   });
 
   it("starts on the embedded database with no environment, seeds demo data and prints a request that works", async () => {
