@@ -1,23 +1,16 @@
 import { expect } from "chai";
 import { describeEachBackend } from "../support/backends.js";
-import { testServer, type TestServer } from "../support/server.js";
-import { adminToken } from "../support/tokens.js";
+import { adminServer } from "../support/server.js";
 
 const RANGE = { period: "Custom range", from: "2024-01-01T10:00:00Z", to: "2024-01-01T11:00:00Z", timeZone: "UTC" };
 const QUARTERS = { aggregation: { metric: "sum", interval: "15 minute" } };
 const ROUNDS = 6;
 
 describeEachBackend("concurrent saves of calculation definitions", (ctx) => {
-  let server: TestServer;
-  let token: string;
-  before(async () => {
-    server = await testServer(ctx.db);
-    token = await adminToken();
-  });
-  after(() => server.app.close());
+  const suite = adminServer(ctx);
 
   const call = (method: "POST" | "PUT" | "GET", url: string, payload?: unknown) =>
-    server.app.inject({ method, url, payload: payload as object, headers: { authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant } });
+    suite.server.app.inject({ method, url, payload: payload as object, headers: { authorization: `Bearer ${suite.token}`, "x-tenant-id": ctx.tenant } });
   const definition = (externalId: string, calculation: Record<string, unknown>) => ({ externalId, calculationType: "EXPRESSION", data: { calculation } });
   const leaf = (externalId: string) => definition(externalId, { select: 'Site ?s; link:meter Item:?m.', expression: "a", eventDateRange: RANGE, queryOptions: QUARTERS, scope: { a: { type: "TIMESERIES", timeseries: { selectVariable: "{{?m}}" } } } });
   const referring = (externalId: string, to: string) => definition(externalId, { expression: "x + 1", eventDateRange: RANGE, queryOptions: QUARTERS, scope: { x: { type: "EXPRESSION", expression: to } } });

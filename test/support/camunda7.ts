@@ -21,6 +21,11 @@ export const CAMUNDA7_ENGINES: readonly Camunda7Kind[] = [
 ];
 
 /** Credentials for the engine REST API's HTTP basic authentication, which is off without them. */
+/** How a test engine starts: with HTTP basic authentication on its REST API, or without. */
+export interface Camunda7Options {
+  basicAuth?: BasicAuth;
+}
+
 export interface BasicAuth {
   readonly user: string;
   readonly password: string;
@@ -71,7 +76,7 @@ export class Camunda7Engine {
     private readonly headers: Record<string, string>,
   ) {}
 
-  static async start(kind: Camunda7Kind = CAMUNDA7_ENGINES[0]!, options: { basicAuth?: BasicAuth } = {}): Promise<Camunda7Engine> {
+  static async start(kind: Camunda7Kind = CAMUNDA7_ENGINES[0]!, options: Camunda7Options = {}): Promise<Camunda7Engine> {
     const jar = ensureJar(kind);
     const port = await freePort();
     const database = `${kind.project}_${process.pid}_${randomBytes(4).toString("hex")}`;

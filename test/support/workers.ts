@@ -8,7 +8,10 @@ import knexFactory from "knex";
 import { createServices } from "../../src/services.js";
 import type { Config } from "../../src/config.js";
 import type { InHandKey } from "../../src/tasks/in-hand.js";
-import { TEST_DATABASE_URL } from "./backends.js";
+import { loadConfig } from "../../src/config.js";
+import { backend, randomTenant, TEST_DATABASE_URL } from "./backends.js";
+import { Camunda7Engine, type Camunda7Kind, type Camunda7Options } from "./camunda7.js";
+import { TEST_JWT_SECRET } from "./tokens.js";
 import { freePort, startNode, type RunningProcess } from "./process.js";
 
 /**
@@ -114,4 +117,17 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<{
 /** The `task` log lines of a worker process, parsed. */
 export function processTaskLines(lines: string[]): Record<string, unknown>[] {
   return lines.filter((l) => l.includes('"message":"task"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/**
+ * A Camunda 7 API engine of the given kind with the example api-request model deployed, and a fresh
+ * tenant seeded for the workers on the tests' PostgreSQL: what a suite of worker processes needs.
+ */
+export async function camunda7WorkerSetup(kind: Camunda7Kind, options?: Camunda7Options): Promise<{ engine: Camunda7Engine; db: Database; tenant: string }> {
+  const engine = await Camunda7Engine.start(kind, options);
+  await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
+  const db = await backend("postgres");
+  const tenant = randomTenant();
+  await seedWorkerTenant(createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET }), db), db, tenant);
+  return { engine, db, tenant };
 }

@@ -4,8 +4,7 @@ import { createLinks } from "../../src/graph/links.js";
 import { ingestEvents } from "../../src/timeseries/ingest.js";
 import { TimeSeries } from "../../src/timeseries/service.js";
 import { describeEachBackend } from "../support/backends.js";
-import { testServer, type TestServer } from "../support/server.js";
-import { adminToken } from "../support/tokens.js";
+import { adminServer } from "../support/server.js";
 
 /** shared/SEMANTICS.md, "Edges, fixed": the readings tests hold, on both backends. */
 describeEachBackend("time-series edges, fixed", (ctx) => {
@@ -84,18 +83,12 @@ describeEachBackend("time-series edges, fixed", (ctx) => {
 });
 
 describeEachBackend("ingested instants finer than a millisecond", (ctx) => {
-  let server: TestServer;
-  let token: string;
-  before(async () => {
-    server = await testServer(ctx.db);
-    token = await adminToken();
-  });
-  after(() => server.app.close());
+  const suite = adminServer(ctx);
 
   it("refuses digits past the millisecond that are not zeros, naming the field; takes them when they are zeros; never cuts", async () => {
     const [item] = await upsertEntities(ctx.db.knex, ctx.tenant, [{ type: "Item", key: "fine", attributes: { itemAction: "INGEST" } }]);
     const post = (events: unknown[]) =>
-      server.app.inject({ method: "POST", url: `/items/${item!.id}/events`, headers: { authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant }, payload: { events } });
+      suite.server.app.inject({ method: "POST", url: `/items/${item!.id}/events`, headers: { authorization: `Bearer ${suite.token}`, "x-tenant-id": ctx.tenant }, payload: { events } });
     for (const [event, path] of [
       [{ timestamp: "2024-01-01T00:00:00.123456Z", value: 1 }, "events[0].timestamp"],
       [{ timestamp: "2024-01-01T00:00:00.1230001Z", value: 1 }, "events[0].timestamp"],
@@ -115,10 +108,10 @@ describeEachBackend("ingested instants finer than a millisecond", (ctx) => {
       { timestamp: "2024-01-01T00:00:01.5000000Z", value: 2, entry: "2024-01-01T00:00:00.000000Z" },
     ]);
     expect(res.statusCode, res.body).to.equal(200);
-    const stored = await server.app.inject({
+    const stored = await suite.server.app.inject({
       method: "POST",
       url: `/items/${item!.id}/events/query`,
-      headers: { authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant },
+      headers: { authorization: `Bearer ${suite.token}`, "x-tenant-id": ctx.tenant },
       payload: { eventDateRange: { period: "Custom range", from: "2024-01-01T00:00:00Z", to: "2024-01-02T00:00:00Z" } },
     });
     expect(stored.json()).to.deep.equal({

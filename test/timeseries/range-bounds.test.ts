@@ -1,23 +1,16 @@
 import { expect } from "chai";
 import { describeEachBackend } from "../support/backends.js";
-import { testServer, type TestServer } from "../support/server.js";
-import { adminToken } from "../support/tokens.js";
+import { adminServer } from "../support/server.js";
 
 /**
  * A range bound with digits finer than a millisecond is the first whole millisecond at or after it
  * (found by the review of issue 24: cut to the millisecond, DELETE removed an event before `from`).
  */
 describeEachBackend("range bounds with digits finer than a millisecond", (ctx) => {
-  let server: TestServer;
-  let token: string;
-  before(async () => {
-    server = await testServer(ctx.db);
-    token = await adminToken();
-  });
-  after(() => server.app.close());
+  const suite = adminServer(ctx);
 
   const call = (method: "POST" | "DELETE", url: string, payload?: unknown) =>
-    server.app.inject({ method, url, ...(payload === undefined ? {} : { payload: payload as object }), headers: { authorization: `Bearer ${token}`, "x-tenant-id": ctx.tenant } });
+    suite.server.app.inject({ method, url, ...(payload === undefined ? {} : { payload: payload as object }), headers: { authorization: `Bearer ${suite.token}`, "x-tenant-id": ctx.tenant } });
 
   async function itemWithEventAt(timestamp: string): Promise<string> {
     const created = await call("POST", "/graph/entities", { entities: [{ type: "Item", key: "m", attributes: { itemAction: "INGEST" } }] });

@@ -1,14 +1,9 @@
 import { connect } from "node:net";
 import { expect } from "chai";
-import { loadConfig } from "../../src/config.js";
-import type { Database } from "../../src/db/database.js";
 import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
-import { createServices } from "../../src/services.js";
-import { backend, randomTenant } from "../support/backends.js";
 import { CAMUNDA7_ENGINES, Camunda7Engine, type BasicAuth } from "../support/camunda7.js";
 import { ENGINE_START_TIMEOUT_MS, type RunningProcess } from "../support/process.js";
-import { TEST_JWT_SECRET } from "../support/tokens.js";
-import { processTaskLines, seedWorkerTenant, startWorkerProcess, waitUntil } from "../support/workers.js";
+import { camunda7WorkerSetup, processTaskLines, startWorkerProcess, waitUntil } from "../support/workers.js";
 
 /** Answers whether a TCP connection to host:port is accepted. */
 function accepts(host: string, port: number): Promise<boolean> {
@@ -28,17 +23,12 @@ for (const kind of CAMUNDA7_ENGINES) {
     this.timeout(120_000);
     const credentials: BasicAuth = { user: "worker", password: "s3cret:with@signs" };
     let engine: Camunda7Engine;
-    let db: Database;
     let tenant: string;
     const processes: RunningProcess[] = [];
 
     before(async function () {
       this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
-      engine = await Camunda7Engine.start(kind, { basicAuth: credentials });
-      await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
-      db = await backend("postgres");
-      tenant = randomTenant();
-      await seedWorkerTenant(createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET }), db), db, tenant);
+      ({ engine, tenant } = await camunda7WorkerSetup(kind, { basicAuth: credentials }));
     });
     afterEach(() => processes.splice(0).forEach((p) => p.kill()));
     after(async () => {

@@ -1,13 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { loadConfig } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
-import { createServices } from "../../src/services.js";
-import { backend, randomTenant } from "../support/backends.js";
 import { CAMUNDA7_ENGINES, Camunda7Engine } from "../support/camunda7.js";
 import { ENGINE_START_TIMEOUT_MS, type RunningProcess } from "../support/process.js";
-import { TEST_JWT_SECRET } from "../support/tokens.js";
-import { inHandRow, LONG_DEFINITION, processTaskLines, seedWorkerTenant, startWorkerProcess, waitUntil } from "../support/workers.js";
+import { camunda7WorkerSetup, inHandRow, LONG_DEFINITION, processTaskLines, startWorkerProcess, waitUntil } from "../support/workers.js";
 
 /** Worker processes killed or stopped with a task in hand (tasks_in_hand), on each real engine of the Camunda 7 API. */
 for (const kind of CAMUNDA7_ENGINES) {
@@ -25,11 +21,7 @@ for (const kind of CAMUNDA7_ENGINES) {
 
     before(async function () {
       this.timeout(ENGINE_START_TIMEOUT_MS + 60_000);
-      engine = await Camunda7Engine.start(kind);
-      await engine.deploy("bpmn/camunda7/api-request-example.bpmn");
-      db = await backend("postgres");
-      tenant = randomTenant();
-      await seedWorkerTenant(createServices(loadConfig({ JWT_SECRET: TEST_JWT_SECRET }), db), db, tenant);
+      ({ engine, db, tenant } = await camunda7WorkerSetup(kind));
     });
     afterEach(() => processes.splice(0).forEach((p) => p.kill()));
     after(async () => {
