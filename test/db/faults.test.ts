@@ -199,8 +199,9 @@ describe("database faults, on a PostgreSQL instance of the test's own", function
 
   it("frozen with SIGSTOP: 503 within the statement time-out plus a second, /health within a second, recovery after SIGCONT", async () => {
     const writers = await writing("freeze");
-    const frozenAt = Date.now();
     pg.freeze();
+    // Taken once every process is stopped: a request begun while the freeze was being sent may still be answered.
+    const frozenAt = Date.now();
     let healthWhileFrozen: Awaited<ReturnType<typeof health>>[];
     try {
       // Long enough for every writer's request to meet the frozen database more than once.
