@@ -1,8 +1,11 @@
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { expect } from "chai";
 import { demoServer, type DemoServer } from "./support/demo.js";
+import { documentationFiles } from "./support/markdown.js";
+import { REPOSITORY } from "./support/tiers.js";
 
-/** A request of the README as curl writes it, and the answer shown under it (`# …` lines), if any. */
+/** A request of the documentation as curl writes it, and the answer shown under it (`# …` lines), if any. */
 interface ReadmeExample {
   line: number;
   method: string;
@@ -15,8 +18,9 @@ interface ReadmeExample {
 const DEMO_BASE = "http://localhost:3000";
 
 /**
- * The curl commands of the README that go to the demo (`http://localhost:3000`), in order. A command
- * goes on while a line ends with `\` or a quote is open; the `#` lines right after it are its answer.
+ * The curl commands of a markdown file (README.md, docs/) that go to the demo (`http://localhost:3000`),
+ * in order. A command goes on while a line ends with `\` or a quote is open; the `#` lines right after it
+ * are its answer.
  */
 export function readmeExamples(readme: string): ReadmeExample[] {
   const lines = readme.split("\n");
@@ -76,7 +80,7 @@ function curlRequest(words: string[], line: number): Omit<ReadmeExample, "shown"
     else if (word === "-H") {
       const [name, ...value] = words[++i]!.split(":");
       request.headers[name!.trim().toLowerCase()] = value.join(":").trim();
-    } else if (word === "-d") {
+    } else if (word === "-d" || word === "--data-binary") {
       request.body = words[++i];
       if (request.method === "GET") request.method = "POST";
     } else if (word === "-o") i++;
@@ -102,17 +106,17 @@ function expectAsShown(actual: unknown, shown: unknown, path = "$"): void {
   }
 }
 
+/** Each markdown file of the documentation with the demo requests it holds, in the files' order. */
+const documented = documentationFiles()
+  .map((file) => ({ file, examples: readmeExamples(readFileSync(join(REPOSITORY, file), "utf8")) }))
+  .filter(({ examples }) => examples.length > 0);
+
 describe("README examples on the demo data", function () {
   this.timeout(60_000);
-  let demo: DemoServer;
-  const examples = readmeExamples(readFileSync(new URL("../../README.md", import.meta.url), "utf8"));
-
-  before(async () => {
-    demo = await demoServer();
-  });
-  after(() => demo.close());
+  const examples = documented.flatMap(({ examples }) => examples);
 
   it("finds the README's demo requests, each answer shown", () => {
+    expect(documented.map(({ file }) => file)).to.include("README.md");
     expect(examples.length).to.be.at.least(10);
     expect(examples.filter((e) => e.shown !== undefined).length).to.be.at.least(9);
     const kinds = examples.map((e) => `${e.method} ${new URL(e.url).pathname.replace(/[0-9a-f-]{36}/, "{id}")}`);
@@ -124,16 +128,28 @@ describe("README examples on the demo data", function () {
     ]);
   });
 
-  it("answers every one of them, in the README's order, as shown", async () => {
-    for (const example of examples) {
-      const headers = { ...example.headers };
-      if (headers.authorization !== undefined) headers.authorization = headers.authorization.replace("$TOKEN", demo.token);
-      const res = await demo.server.app.inject({ method: example.method as "GET", url: example.url.slice(DEMO_BASE.length), headers, payload: example.body });
-      expect(res.statusCode, `README line ${example.line}: ${res.body}`).to.be.within(200, 299);
-      if (example.shown !== undefined) {
-        const shown: unknown = JSON.parse(example.shown);
-        expectAsShown(res.json(), shown, `README line ${example.line}`);
-      }
-    }
-  });
+  // Each file is read on a demo of its own, as a reader who starts the demo and follows that page.
+  for (const { file, examples: ofFile } of documented) {
+    describe(file, () => {
+      let demo: DemoServer;
+
+      before(async () => {
+        demo = await demoServer();
+      });
+      after(() => demo.close());
+
+      it("answers every one of them, in the file's order, as shown", async () => {
+        for (const example of ofFile) {
+          const headers = { ...example.headers };
+          if (headers.authorization !== undefined) headers.authorization = headers.authorization.replace("$TOKEN", demo.token);
+          const res = await demo.server.app.inject({ method: example.method as "GET", url: example.url.slice(DEMO_BASE.length), headers, payload: example.body });
+          expect(res.statusCode, `${file} line ${example.line}: ${res.body}`).to.be.within(200, 299);
+          if (example.shown !== undefined) {
+            const shown: unknown = JSON.parse(example.shown);
+            expectAsShown(res.json(), shown, `${file} line ${example.line}`);
+          }
+        }
+      });
+    });
+  }
 });
