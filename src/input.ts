@@ -1,5 +1,5 @@
 /**
- * The limits every input is held to, wherever it comes from (README "Input limits"). The HTTP edge
+ * The limits every input is held to, wherever it comes from (docs/reference/input-limits.md). The HTTP edge
  * checks strings once (src/http/input.ts); the domain checks dates, numbers and ids with these.
  */
 import type { ProblemDetail } from "./errors.js";
@@ -17,7 +17,7 @@ export function isUuid(value: unknown): value is string {
 export const EXTERNAL_ID_MAX_LENGTH = 200;
 
 /**
- * The longest text of each indexed column, in UTF-8 bytes (README "Input limits"). A PostgreSQL
+ * The longest text of each indexed column, in UTF-8 bytes (docs/reference/input-limits.md). A PostgreSQL
  * btree entry holds at most 2,704 bytes, and a composite key shares them: each limit below is sized
  * so the longest key of its index, incompressible, fits with the 128-byte tenant, the 4-byte
  * length word of every text and the 8-byte entry header, on both backends.

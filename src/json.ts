@@ -1,6 +1,6 @@
 /**
- * `JSON.parse`, made safe from a defect of Node 24's V8 (nodejs/node#63785, README "Known defect
- * of the runtime"). When V8 parses an object key it first tries the key of the transition that
+ * `JSON.parse`, made safe from a defect of Node 24's V8 (nodejs/node#63785,
+ * docs/decisions/2026-11-23-json-parser-for-escaped-keys.md). When V8 parses an object key it first tries the key of the transition that
  * objects with the same keys so far already took, and compares that key's *decoded* characters
  * with the key's *raw* characters in the text. A key holding an escape can then be taken for an
  * earlier key holding a backslash: after `{"a\\": 1}`, the text `{"a\"": 1}` gives the key `a\`.

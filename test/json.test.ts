@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { hasEscapedKey, parseJson, parseJsonStrictly } from "../src/json.js";
 
 /**
- * How the V8 defect is provoked (README "Known defect of the runtime"; explored on 24.21.0): a
+ * How the V8 defect is provoked (docs/decisions/2026-11-23-json-parser-for-escaped-keys.md; explored on 24.21.0): a
  * key written with an escape is taken for an earlier key holding a backslash when that earlier
  * key's characters equal the key's raw characters (as many as the key has once decoded), and it
  * came after the same keys in its object, and an object with it is still alive (the transition

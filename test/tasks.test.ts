@@ -113,7 +113,7 @@ describeEachBackend("calculate-series on an item", (ctx) => {
 
 describe("process variables holding JSON text", () => {
   it("reads keys holding quotes and backslashes right, after decoys for them (V8's escaped-key defect)", () => {
-    // Kept alive, these make JSON.parse misread `k"ey` as `k\"e` (README "Known defect of the runtime").
+    // Kept alive, these make JSON.parse misread `k"ey` as `k\"e` (docs/decisions/2026-11-23-json-parser-for-escaped-keys.md).
     const decoys = [JSON.parse('{"variableFirst":0,"k\\\\\\"e":0}')];
     expect(objectVariable('{"variableFirst":0,"k\\"ey":1}', "params")).to.deep.equal({ variableFirst: 0, 'k"ey': 1 });
     expect(decoys).to.have.length(1);

@@ -4,8 +4,8 @@ import type { EntityInput } from "../graph/entities.js";
 import type { LinkInput } from "../graph/links.js";
 
 /**
- * The demo's time series: a Site with a consumption and a production meter (the README's calculation
- * example), 15-minute data from Friday 24 to Tuesday 28 October 2025 in Brussels, across the night
+ * The demo's time series: a Site with a consumption and a production meter (the calculation
+ * example of docs/reference/calculations.md), 15-minute data from Friday 24 to Tuesday 28 October 2025 in Brussels, across the night
  * the clocks went back (Sunday 26 October, a day of 25 hours). Everything is computed from the
  * timestamp, so every run of the demo stores the same values.
  */
@@ -88,7 +88,7 @@ export function siteEvents(tenant: string): { itemId: string; timestamp: string;
   return events;
 }
 
-/** The README's calculation example, stored: hourly net consumption of the site over the demo period. */
+/** The calculation example of docs/reference/calculations.md, stored: hourly net consumption of the site over the demo period. */
 export const NET_CALCULATION: CalculationDefinitionInput = {
   name: "Net consumption of site S1",
   externalId: "site-net-consumption",

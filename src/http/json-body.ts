@@ -5,12 +5,12 @@ import { parseJson } from "../json.js";
 
 /**
  * The `application/json` body parser: fastify's own, with {@link parseJson} for `JSON.parse`
- * (README "Known defect of the runtime"). The same answers as fastify's: an empty body is
+ * (docs/decisions/2026-11-23-json-parser-for-escaped-keys.md). The same answers as fastify's: an empty body is
  * FST_ERR_CTP_EMPTY_JSON_BODY, text that is not JSON FST_ERR_CTP_INVALID_JSON_BODY (both 400).
  * Prototype keys are left in, as fastify does with `onProtoPoisoning`/`onConstructorPoisoning`
- * "ignore": the preValidation hook refuses them, naming the key (README "Input limits"). A leading
+ * "ignore": the preValidation hook refuses them, naming the key (docs/reference/input-limits.md). A leading
  * byte order mark is allowed, as fastify allows it. A body nesting deeper than MAX_JSON_DEPTH is a
- * 400 naming where (README "Input limits"), before any code that recurses reads it.
+ * 400 naming where (docs/reference/input-limits.md), before any code that recurses reads it.
  */
 export function parseJsonBody(_request: FastifyRequest, body: string, done: (err: Error | null, body?: unknown) => void): void {
   if (body.length === 0) {

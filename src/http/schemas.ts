@@ -3,7 +3,7 @@ import type { EventDateRange } from "../timeseries/periods.js";
 import type { QueryOptions } from "../timeseries/query.js";
 import { EXTERNAL_ID_MAX_LENGTH, EXTERNAL_ID_PATTERN, MAX_OFFSET, UUID_PATTERN } from "../input.js";
 
-/** Schemas more than one route file uses, each defined once: the input limits (README "Input limits") and the answers. */
+/** Schemas more than one route file uses, each defined once: the input limits (docs/reference/input-limits.md) and the answers. */
 
 /** A plain uuid: no `urn:uuid:` prefix (which the `uuid` format alone lets through), no braces. */
 export const Uuid = Type.String({ format: "uuid", pattern: UUID_PATTERN });

@@ -29,7 +29,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
     genReqId: () => randomUUID(),
     // While closing, keep-alive requests are answered by our own hook with a problem body.
     return503OnClosing: false,
-    // Input limits (README): path parameters are bounded by the routes' schemas, which name them.
+    // Input limits (docs/reference/input-limits.md): path parameters are bounded by the routes' schemas, which name them.
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Prototype keys are refused by refuseFaultyText, naming the key, not by the parser as "not JSON".
     onProtoPoisoning: "ignore",
@@ -42,7 +42,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   app.setValidatorCompiler(schemaCompiler());
   // Only JSON bodies are accepted unless a route adds its own parser (NDJSON, CSV): text is a 415.
   app.removeContentTypeParser("text/plain");
-  // JSON bodies are read by parseJson, not JSON.parse (README "Known defect of the runtime").
+  // JSON bodies are read by parseJson, not JSON.parse (docs/decisions/2026-11-23-json-parser-for-escaped-keys.md).
   app.addContentTypeParser("application/json", { parseAs: "string" }, parseJsonBody);
 
   app.decorateRequest("principal", undefined);
@@ -71,7 +71,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
     }
   });
 
-  // After the access checks, before anything reads the body as text or data (README "Input limits").
+  // After the access checks, before anything reads the body as text or data (docs/reference/input-limits.md).
   app.addHook("preParsing", refuseForeignCharset);
   app.addHook("preParsing", decodeContentEncoding(config.bodyLimitBytes, STREAMED_UPLOADS));
   app.addHook("preValidation", refuseFaultyText);

@@ -1,7 +1,7 @@
 import type { WebSocket } from "ws";
 import type { Subscriber } from "../streams/hub.js";
 
-/** Close codes of a stream (contract §10; README "Live streams"). */
+/** Close codes of a stream (contract §10; docs/reference/streams.md). */
 export const CLOSE = {
   goingAway: 1001,
   internal: 1011,

@@ -11,7 +11,7 @@ const utf8BytesCode = _`Buffer.byteLength`;
 function createAjv(coerceTypes: boolean | "array"): Ajv {
   const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: true, coerceTypes, strict: false });
   addFormats(ajv);
-  // The byte limits of indexed text (README "Input limits"): `maxLength` counts characters, an
+  // The byte limits of indexed text (docs/reference/input-limits.md): `maxLength` counts characters, an
   // index counts UTF-8 bytes. An extension keyword, so the OpenAPI description carries it too.
   ajv.addKeyword({
     keyword: "x-maxBytes",

@@ -17,7 +17,7 @@ export function objectVariable(value: unknown, name: string): Record<string, unk
     }
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw invalidVariable(name, "must be a JSON object");
-  // The same text rules as a REST body (README "Input limits"): a process variable is input too.
+  // The same text rules as a REST body (docs/reference/input-limits.md): a process variable is input too.
   const fault = inputFaults(parsed, name)[0] ?? depthFault(parsed, name);
   if (fault !== undefined) throw new ProblemError("INVALID_REQUEST", `process variable ${fault.path} ${fault.message}`, { errors: [fault] });
   return parsed as Record<string, unknown>;

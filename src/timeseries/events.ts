@@ -188,7 +188,7 @@ export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, num
   if (numericStrings && typeof value === "string" && value.trim() !== "") value = Number(value);
   if (typeof value !== "number" || !Number.isFinite(value)) return { ok: false, field: "value", message: `value ${JSON.stringify(e.value)} is not a finite number` };
   if (e.sourceId !== undefined && e.sourceId !== null && typeof e.sourceId !== "string") return { ok: false, field: "sourceId", message: "sourceId must be text" };
-  // Part of the events' primary key: bounded in bytes by its index (README "Input limits").
+  // Part of the events' primary key: bounded in bytes by its index (docs/reference/input-limits.md).
   if (typeof e.sourceId === "string" && e.sourceId.length > TEXT_MAX_BYTES.sourceId / 3) {
     const bytes = utf8Bytes(e.sourceId);
     if (bytes > TEXT_MAX_BYTES.sourceId) return { ok: false, field: "sourceId", message: `sourceId ${tooManyBytes(TEXT_MAX_BYTES.sourceId, bytes)}` };

@@ -11,7 +11,7 @@ export class UnreadableRow {
 
 /**
  * A line (NDJSON) or row (CSV) longer than the limit: the upload ends there, `413`, before more of
- * the line is held (README "Input limits").
+ * the line is held (docs/reference/input-limits.md).
  */
 export function lineTooLong(line: number | undefined, limit: number, what: "line" | "row"): ProblemError {
   const message = `${what}${line === undefined ? "" : ` ${line}`} of the upload is longer than ${limit} bytes, the most UPLOAD_LINE_LIMIT_BYTES allows`;

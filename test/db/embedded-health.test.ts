@@ -9,7 +9,7 @@ import { adminToken, TEST_JWT_SECRET } from "../support/tokens.js";
 
 const T0 = Date.UTC(2020, 0, 1);
 const EVENTS = 300_000;
-/** The README's promise (DATABASE_PROBE_TIMEOUT_MS, default 800): /health answers within it, whatever the database does. */
+/** The documented promise (docs/explanations/reliability.md, DATABASE_PROBE_TIMEOUT_MS, default 800): /health answers within it, whatever the database does. */
 const PROMISE_MS = 800;
 
 /**

@@ -211,7 +211,7 @@ describeEachBackend("graph queries", (ctx) => {
   });
 
   // PGlite runs a statement on the main thread in WebAssembly and cannot interrupt it, so the
-  // time limit is PostgreSQL's statement_timeout and holds on the real database only (README).
+  // time limit is PostgreSQL's statement_timeout and holds on the real database only (docs/reference/query-language.md).
   if (ctx.name === "postgres") it("stops a query that runs past the time limit with a clear error", async () => {
     await upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 400 }, (_, i) => ({ type: "Row", key: `r${i}` })));
     const error = await failure(run(ctx, `Row ?a. Row ?b. Row ?c.`, {}, ctx.tenant, { timeoutMs: 200, maxRows: 5_000_000 }));

@@ -6,7 +6,7 @@ import { adminServer } from "../support/server.js";
 
 /**
  * Keys holding `"` and `\` through HTTP body → jsonb → response, after decoys that make V8's
- * JSON.parse misread them (README "Known defect of the runtime"). Decoys for a key must come after
+ * JSON.parse misread them (docs/decisions/2026-11-23-json-parser-for-escaped-keys.md). Decoys for a key must come after
  * the same keys in their object and stay alive (a full GC forgets them), so the test keeps them,
  * as a library or an earlier request's objects would. jsonb orders keys by length, then bytes:
  * the keys have lengths 3 < 4 < 5, so the database sends them back in the order they were sent.

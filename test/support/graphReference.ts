@@ -2,7 +2,7 @@ import type { AttributeValue, Scalar } from "../../src/graph/entity.js";
 import type { Clause, Query, Value } from "../../src/graph/query/ast.js";
 
 /**
- * A reference evaluator of the graph query language (shared/CONTRACT.md §2 and the README), for
+ * A reference evaluator of the graph query language (shared/CONTRACT.md §2 and docs/reference/query-language.md), for
  * tests only: nested loops over a graph held in memory, written to be read, not to be fast. It
  * shares nothing with the compiler but the parsed tree.
  */

@@ -30,7 +30,7 @@ describe("transform pool (child processes)", function () {
   after(() => Promise.all(pools.map((p) => p.close())));
 
   it("reads a child's answer whose keys hold quotes and backslashes right, after decoys for them (V8's escaped-key defect)", async () => {
-    // Objects with these keys before, kept alive, make JSON.parse misread `k"ey` as `k\"e` (README "Known defect of the runtime").
+    // Objects with these keys before, kept alive, make JSON.parse misread `k"ey` as `k\"e` (docs/decisions/2026-11-23-json-parser-for-escaped-keys.md).
     const decoys = [JSON.parse('{"poolFirst":0,"k\\\\\\"e":0}'), JSON.parse('{"poolFirst":0,"k\\"ey":0,"ke\\\\\\\\y":0}')];
     const transform = compile('{ "poolFirst": 0, "k\\"ey": 1, "ke\\\\y\\"": 2 }');
     expect(await pool().evaluateInChild(transform, { queryOutput: output, params: {} })).to.deep.equal({ poolFirst: 0, 'k"ey': 1, 'ke\\y"': 2 });

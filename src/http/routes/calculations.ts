@@ -11,7 +11,7 @@ const Body = Type.Object(
     // Any string and any object here: the service checks both and lists every problem.
     calculationType: Type.Unsafe<CalculationType>(Type.String({ description: "EXPRESSION, STATE-EXPRESSION or CALCULATION" })),
     active: Type.Optional(Type.Boolean()),
-    data: Type.Unsafe<CalculationData>(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.2 data block; README for CALCULATION" })),
+    data: Type.Unsafe<CalculationData>(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.2 data block; docs/reference/calculations.md for CALCULATION" })),
   },
   { additionalProperties: false },
 );

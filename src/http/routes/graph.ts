@@ -5,7 +5,7 @@ import { TEXT_MAX_BYTES } from "../../input.js";
 import { NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
 
 const MAX_BATCH = 10_000;
-/** An entity's type or a link's relation; the key of an entity: bounded in bytes by their indexes (README "Input limits"). */
+/** An entity's type or a link's relation; the key of an entity: bounded in bytes by their indexes (docs/reference/input-limits.md). */
 const Name = Type.String({ minLength: 1, "x-maxBytes": TEXT_MAX_BYTES.name });
 const Key = Type.String({ minLength: 1, "x-maxBytes": TEXT_MAX_BYTES.key });
 const Entity = Type.Object(
