@@ -1,7 +1,7 @@
 import jsonata from "jsonata";
 import { isDatabaseError, ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import { compileProjection, type Projection } from "./projection.js";
-import { resultObjects } from "./resultObjects.js";
+import { resultObjects } from "./result-objects.js";
 import { positionAt, rewriteTransform, type ResultUse, type Rewritten } from "./rewrite.js";
 
 export interface TransformLimits {

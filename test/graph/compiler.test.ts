@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { EXAMPLE_QUERY } from "../../src/demo/seed.js";
 import { compileQuery } from "../../src/graph/query/compiler.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
-import { patternModel, printPattern } from "../support/graphArbitrary.js";
+import { patternModel, printPattern } from "../support/graph-arbitrary.js";
 
 const compile = (source: string) => compileQuery(parseQuery(source));
 /** The FROM items of the match statement, in the order they are written. */
