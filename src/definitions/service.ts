@@ -10,7 +10,7 @@ import type { EventDateRange } from "../timeseries/periods.js";
 import type { QueryOptions } from "../timeseries/query.js";
 import { seriesRequestProblems, type SeriesAnswer, type SeriesRequest, type TimeSeries } from "../timeseries/service.js";
 import type { TransformPool } from "../transform/pool.js";
-import type { TransformInput, TransformLimits } from "../transform/transform.js";
+import type { TransformInput, TransformLimits } from "../transform/protocol.js";
 import { isHeaderParameter, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
 import * as store from "./store.js";
 import { checkDefinition, compileDefinition, type CompiledDefinition } from "./validate.js";

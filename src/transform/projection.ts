@@ -33,7 +33,7 @@ import { isOperator, tokenize, type Token } from "./lexer.js";
 import { opensResult, readResultConstruct, SIMPLE_NAME } from "./result-construct.js";
 import { isParameter } from "./rewrite.js";
 import { resultObjects } from "./result-objects.js";
-import type { TransformInput } from "./transform.js";
+import type { TransformInput } from "./protocol.js";
 
 /** A projection's value for one input, or {@link DECLINED}: the processes evaluate it. */
 export type Projection = (input: TransformInput) => unknown;
