@@ -14,6 +14,7 @@ export interface TransformLimits {
   maxSequence: number;
 }
 
+/** What a transform evaluates over: the query output, the parameter values and the entity fields of `result()`. */
 export interface TransformInput {
   queryOutput: Record<string, unknown[]>;
   params: Record<string, unknown>;

@@ -92,14 +92,12 @@ export function resultSizeProblem(json: string | undefined, maxResultBytes: numb
   return { code: "TRANSFORM_FAILED", message, errors: [{ path: "transform", message, limit: "TRANSFORM_MAX_RESULT_BYTES" }] };
 }
 
-/** What a transform evaluates over: the query output, the parameter values and the entity fields of `result()`. */
-
 /**
- * Evaluates a compiled transform in the calling thread: the service calls it through
- * {@link TransformPool}, inside a worker thread. JSONata's own guardrails stop deep recursion and
- * long sequences at the next step; with a `timeoutMs`, a wall-clock timer also covers awaited
- * sub-queries. Any failure is a 422 TRANSFORM_FAILED naming the reason and, where JSONata gives
- * one, the position.
+ * Evaluates a compiled transform in the calling process: the service runs it through
+ * {@link TransformPool}, in one of the pool's child processes (evaluator.ts). JSONata's own
+ * guardrails stop deep recursion and long sequences at the next step; with a `timeoutMs`, a
+ * wall-clock timer also covers awaited sub-queries. Any failure is a 422 TRANSFORM_FAILED naming
+ * the reason and, where JSONata gives one, the position.
  */
 export async function evaluateTransform(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
   const timelines = input.timelines ?? new Map<string, Map<string, unknown>>();
