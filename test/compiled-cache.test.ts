@@ -30,6 +30,12 @@ describe("compiled cache", () => {
     expect(cache.compilations).to.equal(1);
   });
 
+  it("keeps nothing at capacity 0: every get builds", async () => {
+    const cache = new CompiledCache<string>(0);
+    expect([await cache.get("x", () => "first"), await cache.get("x", () => "second")]).to.deep.equal(["first", "second"]);
+    expect([cache.size, cache.compilations]).to.deep.equal([0, 2]);
+  });
+
   it("joins its key's parts with a separator no part contains", () => {
     expect(CompiledCache.key("a", "bc")).to.not.equal(CompiledCache.key("ab", "c"));
   });

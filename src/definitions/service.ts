@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
-import { LRUCache } from "lru-cache";
-import { CompiledCache } from "../compiled-cache.js";
+import type { LRUCache } from "lru-cache";
+import { CompiledCache, keptUpTo } from "../compiled-cache.js";
 import type { GraphSession } from "../db/database.js";
 import { invalidRequest, ProblemError, type ProblemDetail } from "../errors.js";
 import { isUuid } from "../input.js";
@@ -48,7 +48,7 @@ export class ApiDefinitions {
    * this one, in the query's own statement ({@link executeGuardedQuery}), and reads the row anew
    * when it is not. So a change made through any replica is seen by the next request everywhere.
    */
-  private readonly known: LRUCache<string, KnownDefinition>;
+  private readonly known: LRUCache<string, KnownDefinition> | undefined;
 
   constructor(
     private readonly knex: Knex,
@@ -59,7 +59,7 @@ export class ApiDefinitions {
     cacheSize = 1000,
   ) {
     this.cache = new CompiledCache(cacheSize);
-    this.known = new LRUCache({ max: cacheSize });
+    this.known = keptUpTo(cacheSize);
   }
 
   async create(tenant: string, input: ApiDefinitionInput): Promise<ApiDefinition> {
@@ -102,14 +102,14 @@ export class ApiDefinitions {
    */
   async request(caller: Caller, externalId: string, queryParameters: Record<string, unknown> | undefined): Promise<unknown> {
     const key = CompiledCache.key(caller.tenant, externalId);
-    const known = this.known.get(key);
+    const known = this.known?.get(key);
     if (known !== undefined) {
       const answer = await this.runKnown(caller, known, queryParameters);
       if (answer !== STALE) return answer;
-      if (this.known.peek(key) === known) this.known.delete(key);
+      if (this.known?.peek(key) === known) this.known.delete(key);
     }
     const fresh = await this.load(caller.tenant, externalId);
-    this.known.set(key, fresh);
+    this.known?.set(key, fresh);
     const params = resolveParameters(fresh.compiled.declared, queryParameters ?? {}, caller);
     const queryOutput = await executeQuery(this.graph, fresh.compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
     return this.answer(caller, fresh, params, queryOutput);
