@@ -6,7 +6,7 @@ import { LRUCache } from "lru-cache";
  * dropped first. An update changes `updatedAt`, so it is a new key: the next run compiles the new
  * version, and the old entry ages out.
  */
-export class CompiledCache<T extends {}> {
+export class CompiledCache<T extends NonNullable<unknown>> {
   private readonly entries: LRUCache<string, T> | undefined;
   /** Entries built (misses), since the start. */
   compilations = 0;
@@ -34,6 +34,6 @@ export class CompiledCache<T extends {}> {
 }
 
 /** A least-recently-used cache of at most `capacity` entries; none for 0 (lru-cache needs a bound above 0). */
-export function keptUpTo<K extends {}, V extends {}>(capacity: number): LRUCache<K, V> | undefined {
+export function keptUpTo<K extends NonNullable<unknown>, V extends NonNullable<unknown>>(capacity: number): LRUCache<K, V> | undefined {
   return capacity > 0 ? new LRUCache<K, V>({ max: capacity }) : undefined;
 }
