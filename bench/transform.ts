@@ -12,7 +12,8 @@
 import jsonata from "jsonata";
 import { EXAMPLE_DEFINITION } from "../src/demo/seed.js";
 import { TransformPool } from "../src/transform/pool.js";
-import { compileTransform, DEFAULT_TRANSFORM_LIMITS, type CompiledTransform, type TransformInput } from "../src/transform/transform.js";
+import type { TransformInput } from "../src/transform/protocol.js";
+import { compileTransform, DEFAULT_TRANSFORM_LIMITS, type CompiledTransform } from "../src/transform/transform.js";
 import { option, percentile, summary, timeRuns } from "./harness.js";
 
 const runs = Number(option("runs", "2000"));

@@ -17,7 +17,7 @@ export interface Services {
   graph: Graph;
   /** Live streams of this process (WebSocket subscribers), fed by every process's ingestion. */
   streams: StreamHub;
-  /** The threads transforms run in; closed with the service. */
+  /** The child processes transforms run in; closed with the service. */
   transforms: TransformPool;
 }
 

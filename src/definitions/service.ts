@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
-import { CompiledCache } from "../compiled-cache.js";
+import type { LRUCache } from "lru-cache";
+import { CompiledCache, keptUpTo } from "../compiled-cache.js";
 import type { GraphSession } from "../db/database.js";
 import { invalidRequest, ProblemError, type ProblemDetail } from "../errors.js";
 import { isUuid } from "../input.js";
@@ -9,7 +10,7 @@ import type { EventDateRange } from "../timeseries/periods.js";
 import type { QueryOptions } from "../timeseries/query.js";
 import { seriesRequestProblems, type SeriesAnswer, type SeriesRequest, type TimeSeries } from "../timeseries/service.js";
 import type { TransformPool } from "../transform/pool.js";
-import type { TransformInput, TransformLimits } from "../transform/transform.js";
+import type { TransformInput, TransformLimits } from "../transform/protocol.js";
 import { isHeaderParameter, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
 import * as store from "./store.js";
 import { checkDefinition, compileDefinition, type CompiledDefinition } from "./validate.js";
@@ -47,8 +48,7 @@ export class ApiDefinitions {
    * this one, in the query's own statement ({@link executeGuardedQuery}), and reads the row anew
    * when it is not. So a change made through any replica is seen by the next request everywhere.
    */
-  private readonly known = new Map<string, KnownDefinition>();
-  private readonly knownCapacity: number;
+  private readonly known: LRUCache<string, KnownDefinition> | undefined;
 
   constructor(
     private readonly knex: Knex,
@@ -59,7 +59,7 @@ export class ApiDefinitions {
     cacheSize = 1000,
   ) {
     this.cache = new CompiledCache(cacheSize);
-    this.knownCapacity = cacheSize;
+    this.known = keptUpTo(cacheSize);
   }
 
   async create(tenant: string, input: ApiDefinitionInput): Promise<ApiDefinition> {
@@ -102,17 +102,14 @@ export class ApiDefinitions {
    */
   async request(caller: Caller, externalId: string, queryParameters: Record<string, unknown> | undefined): Promise<unknown> {
     const key = CompiledCache.key(caller.tenant, externalId);
-    const known = this.known.get(key);
+    const known = this.known?.get(key);
     if (known !== undefined) {
       const answer = await this.runKnown(caller, known, queryParameters);
-      if (answer !== STALE) {
-        if (this.known.get(key) === known) this.remember(key, known);
-        return answer;
-      }
-      if (this.known.get(key) === known) this.known.delete(key);
+      if (answer !== STALE) return answer;
+      if (this.known?.peek(key) === known) this.known.delete(key);
     }
     const fresh = await this.load(caller.tenant, externalId);
-    this.remember(key, fresh);
+    this.known?.set(key, fresh);
     const params = resolveParameters(fresh.compiled.declared, queryParameters ?? {}, caller);
     const queryOutput = await executeQuery(this.graph, fresh.compiled.query, caller.tenant, params, { ...this.limits.query, failureCode: "TRANSFORM_FAILED" });
     return this.answer(caller, fresh, params, queryOutput);
@@ -144,12 +141,6 @@ export class ApiDefinitions {
     const key = CompiledCache.key(tenant, definition.externalId, definition.updatedAt);
     const compiled = await this.cache.get(key, () => compileDefinition({ ...definition, name: definition.name ?? undefined, version: definition.version ?? undefined }, this.limits.transform));
     return { definition, compiled };
-  }
-
-  private remember(key: string, known: KnownDefinition): void {
-    this.known.delete(key);
-    this.known.set(key, known);
-    if (this.known.size > this.knownCapacity) this.known.delete(this.known.keys().next().value!);
   }
 
   private async answer(caller: Caller, known: KnownDefinition, params: QueryParameters, queryOutput: QueryOutput): Promise<unknown> {

@@ -1,4 +1,5 @@
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from "jose";
+import { LRUCache } from "lru-cache";
 import type { AuthConfig } from "../config.js";
 import { ProblemError } from "../errors.js";
 
@@ -32,7 +33,7 @@ export function mayActIn(principal: Principal, tenant: string): boolean {
  * for is accepted, so `alg: none` and algorithm confusion (an HS256 token signed with a public
  * key) fail like a bad signature.
  */
-export function createAuthenticator(auth: AuthConfig): Authenticator {
+export function createAuthenticator(auth: AuthConfig, verifiedTokensKept = 10_000): Authenticator {
   if (auth.disabled) return async () => developmentPrincipal;
   const verifyKey = auth.key.kind === "secret" ? auth.key.secret.bytes() : auth.key.key;
   const options: JWTVerifyOptions = {
@@ -43,7 +44,7 @@ export function createAuthenticator(auth: AuthConfig): Authenticator {
   if (auth.issuer !== undefined) options.issuer = auth.issuer;
   if (auth.audience !== undefined) options.audience = auth.audience;
 
-  const verified = new VerifiedTokens();
+  const verified = new VerifiedTokens(verifiedTokensKept);
   return async (authorization) => {
     const token = bearerToken(authorization);
     const known = verified.get(token);
@@ -73,28 +74,30 @@ export function createAuthenticator(auth: AuthConfig): Authenticator {
  * never changes in a running process, so a token that verified once verifies again until its `exp`
  * (plus the clock skew) — `nbf` and `iat` lie behind once it has verified. Verifying a signature
  * was a tenth of a request's CPU (profiled under load). Only accepted tokens are kept, at most
- * {@link MAX_VERIFIED_TOKENS}, the oldest dropped first.
+ * `capacity` (a few MB of tokens), the least recently used dropped first.
  */
 class VerifiedTokens {
-  private readonly tokens = new Map<string, Principal>();
+  private readonly tokens: LRUCache<string, Principal>;
+
+  constructor(capacity: number) {
+    // `exp` is a wall-clock instant, the one jose checks against: entries age on the same clock,
+    // read at every look-up.
+    this.tokens = new LRUCache({ max: capacity, perf: Date, ttlResolution: 0 });
+  }
 
   get(token: string): Principal | undefined {
-    const principal = this.tokens.get(token);
-    if (principal === undefined) return undefined;
-    if (Date.now() < principal.expiresAtMs!) return principal;
-    this.tokens.delete(token);
-    return undefined;
+    return this.tokens.get(token);
   }
 
   /** `principal.expiresAtMs` is set: only verified tokens are added. */
   add(token: string, principal: Principal): void {
-    if (this.tokens.size >= MAX_VERIFIED_TOKENS) this.tokens.delete(this.tokens.keys().next().value!);
-    this.tokens.set(token, principal);
+    // Kept while Date.now() < expiresAtMs: an entry is stale once now - start > ttl. A ttl of 0
+    // would mean "forever", so a token within a millisecond of its end is not kept at all.
+    const start = Date.now();
+    const ttl = Math.ceil(principal.expiresAtMs!) - 1 - start;
+    if (ttl > 0) this.tokens.set(token, principal, { ttl, start });
   }
 }
-
-/** Bound on {@link VerifiedTokens}: a few MB of tokens at most. */
-const MAX_VERIFIED_TOKENS = 10_000;
 
 /**
  * The tenants claim: an array of tenant names (`"*"` among them means every tenant), or `"*"`.

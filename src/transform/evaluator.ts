@@ -3,6 +3,7 @@
  * process that runs too long and replaces one that dies (out of memory or otherwise), so nothing
  * here defends against a runaway evaluation; it only reports what it computed, or why not.
  */
+import { LRUCache } from "lru-cache";
 import { ProblemError } from "../errors.js";
 import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNotice, EventsReply } from "./protocol.js";
 import { compileTransform, evaluateTransform, resultSizeProblem, type CompiledTransform } from "./transform.js";
@@ -47,9 +48,11 @@ function callEvents(taskId: number, itemId: unknown, options: unknown): Promise<
   });
 }
 
-/** Compiled transforms by text: a definition is compiled once per process, not once per request. */
-const compiled = new Map<string, CompiledTransform>();
-const COMPILED_KEPT = 256;
+/**
+ * Compiled transforms by text (and limits): a definition is compiled once per process, not once
+ * per request; the 256 used last are kept.
+ */
+const compiled = new LRUCache<string, CompiledTransform>({ max: 256 });
 
 function compile(task: EvaluationTask): CompiledTransform {
   const key = `${task.limits.maxDepth}:${task.limits.maxSequence}:${task.text}`;
@@ -58,7 +61,6 @@ function compile(task: EvaluationTask): CompiledTransform {
   // The pool's clock is the hard limit, so JSONata's step-by-step timer stays off.
   const { transform, problems } = compileTransform(task.text, { ...task.limits, timeoutMs: 0 });
   if (transform === undefined) throw new ProblemError("TRANSFORM_FAILED", problems[0]?.message ?? "the transform does not compile", { errors: problems });
-  if (compiled.size >= COMPILED_KEPT) compiled.delete(compiled.keys().next().value!);
   compiled.set(key, transform);
   return transform;
 }

@@ -1,4 +1,4 @@
-import { ParserMode } from "./parserMode.js";
+import { ParserMode } from "./parser-mode.js";
 import { LexicalError, scanToken, type Token } from "./scanner.js";
 
 export { LexicalError, type Token } from "./scanner.js";

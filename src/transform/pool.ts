@@ -10,9 +10,9 @@
 import { availableParallelism } from "node:os";
 import { Tinypool, type TinypoolChannel } from "tinypool";
 import { ProblemError, toProblemError } from "../errors.js";
-import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNotice, EventsCall, EventsReply } from "./protocol.js";
+import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNotice, EventsCall, EventsReply, TransformInput } from "./protocol.js";
 import { DECLINED } from "./projection.js";
-import { resultSizeProblem, type CompiledTransform, type TransformInput } from "./transform.js";
+import { resultSizeProblem, type CompiledTransform } from "./transform.js";
 import { parseJson } from "../json.js";
 
 export interface TransformPoolOptions {

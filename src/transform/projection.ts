@@ -13,7 +13,7 @@
  *   object     := "{" [ pair { "," pair } ] "}"          keys distinct, none "__proto__"
  *   pair       := string ":" value
  *   value      := object | result | ${name} | string | number | true | false | null
- *   result     := result(?label) { field | alias: field, … }   (resultConstruct.ts; no alias "__proto__")
+ *   result     := result(?label) { field | alias: field, … }   (result-construct.ts; no alias "__proto__")
  *
  * Anything else, down to a comment-free `-1` (JSONata's unary minus), stays JSONata and goes to the
  * processes. What a recognised text does is then plain JavaScript made of closures (no text is
@@ -30,10 +30,10 @@
  * projection declines and the processes evaluate the text as before.
  */
 import { isOperator, tokenize, type Token } from "./lexer.js";
-import { opensResult, readResultConstruct, SIMPLE_NAME } from "./resultConstruct.js";
+import { opensResult, readResultConstruct, SIMPLE_NAME } from "./result-construct.js";
 import { isParameter } from "./rewrite.js";
-import { resultObjects } from "./resultObjects.js";
-import type { TransformInput } from "./transform.js";
+import { resultObjects } from "./result-objects.js";
+import type { TransformInput } from "./protocol.js";
 
 /** A projection's value for one input, or {@link DECLINED}: the processes evaluate it. */
 export type Projection = (input: TransformInput) => unknown;

@@ -1,9 +1,33 @@
 /**
- * The messages between the service and its transform processes. A task carries everything an
- * evaluation needs as plain data; `$events()` calls cross back over the task's channel.
+ * What a transform is given and how it is bounded, and the messages between the service and its
+ * transform processes. A task carries everything an evaluation needs as plain data; `$events()`
+ * calls cross back over the task's channel. Types only, so every transform module may import it.
  */
 import type { ProblemCode, ProblemDetail } from "../errors.js";
-import type { TransformLimits } from "./transform.js";
+
+export interface TransformLimits {
+  /** Wall-clock limit for one evaluation, awaited sub-queries included. */
+  timeoutMs: number;
+  /** Deepest evaluation (JSONata's `stack` guardrail): stops runaway recursion. */
+  maxDepth: number;
+  /** Longest sequence an evaluation may build (JSONata's `sequence` guardrail, ranges included). */
+  maxSequence: number;
+}
+
+/** What a transform evaluates over: the query output, the parameter values and the entity fields of `result()`. */
+export interface TransformInput {
+  queryOutput: Record<string, unknown[]>;
+  params: Record<string, unknown>;
+  /**
+   * Timelines loaded before the evaluation, by timeline name, then item id: what `name: id`
+   * inside result() stands for (one batched query per timeline, not one per entity).
+   */
+  timelines?: Map<string, Map<string, unknown>>;
+  /** `$events(itemId, options)`: the events or buckets of one item (contract §4). */
+  events?: (itemId: unknown, options: unknown) => Promise<unknown>;
+  /** Further JSONata variables, by name without `$` (the conformance run binds the suite's). */
+  bindings?: Record<string, unknown>;
+}
 
 export interface EvaluationTask {
   /** Identifies the task in `started` and `$events()` messages. */

@@ -1,10 +1,10 @@
-import { generatedNames, type GeneratedNames } from "./generatedNames.js";
+import { generatedNames, type GeneratedNames } from "./generated-names.js";
 import { isOperator, tokenize, type Token } from "./lexer.js";
-import { opensResult, readResultConstruct, SIMPLE_NAME, type ResultUse, type RewriteProblem } from "./resultConstruct.js";
+import { opensResult, readResultConstruct, SIMPLE_NAME, type ResultUse, type RewriteProblem } from "./result-construct.js";
 
-export type { ResultField, ResultUse, RewriteProblem } from "./resultConstruct.js";
+export type { ResultField, ResultUse, RewriteProblem } from "./result-construct.js";
 
-export type { GeneratedNames } from "./generatedNames.js";
+export type { GeneratedNames } from "./generated-names.js";
 
 /**
  * The transform language is JSONata plus two forms JSONata does not have:

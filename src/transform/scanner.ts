@@ -2,7 +2,7 @@
  * Reads text exactly as JSONata's tokenizer does (jsonata 2.2, `tokenizer`/`next` in its parser):
  * the same whitespace, comments, strings and escapes, numbers, names, variables, operators and
  * regular expressions, failing where it fails and with its error codes. Whether a `/` starts a
- * regular expression is not decided here: the caller says (see parserMode.ts).
+ * regular expression is not decided here: the caller says (see parser-mode.ts).
  */
 
 interface TokenSpan {

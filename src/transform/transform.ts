@@ -1,17 +1,9 @@
 import jsonata from "jsonata";
 import { isDatabaseError, ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import { compileProjection, type Projection } from "./projection.js";
-import { resultObjects } from "./resultObjects.js";
+import type { TransformInput, TransformLimits } from "./protocol.js";
+import { resultObjects } from "./result-objects.js";
 import { positionAt, rewriteTransform, type ResultUse, type Rewritten } from "./rewrite.js";
-
-export interface TransformLimits {
-  /** Wall-clock limit for one evaluation, awaited sub-queries included. */
-  timeoutMs: number;
-  /** Deepest evaluation (JSONata's `stack` guardrail): stops runaway recursion. */
-  maxDepth: number;
-  /** Longest sequence an evaluation may build (JSONata's `sequence` guardrail, ranges included). */
-  maxSequence: number;
-}
 
 /** The bound function `$events(itemId, options)`. */
 export const EVENTS_FUNCTION = "events";
@@ -100,27 +92,12 @@ export function resultSizeProblem(json: string | undefined, maxResultBytes: numb
   return { code: "TRANSFORM_FAILED", message, errors: [{ path: "transform", message, limit: "TRANSFORM_MAX_RESULT_BYTES" }] };
 }
 
-/** What a transform evaluates over: the query output, the parameter values and the entity fields of `result()`. */
-export interface TransformInput {
-  queryOutput: Record<string, unknown[]>;
-  params: Record<string, unknown>;
-  /**
-   * Timelines loaded before the evaluation, by timeline name, then item id: what `name: id`
-   * inside result() stands for (one batched query per timeline, not one per entity).
-   */
-  timelines?: Map<string, Map<string, unknown>>;
-  /** `$events(itemId, options)`: the events or buckets of one item (contract §4). */
-  events?: (itemId: unknown, options: unknown) => Promise<unknown>;
-  /** Further JSONata variables, by name without `$` (the conformance run binds the suite's). */
-  bindings?: Record<string, unknown>;
-}
-
 /**
- * Evaluates a compiled transform in the calling thread: the service calls it through
- * {@link TransformPool}, inside a worker thread. JSONata's own guardrails stop deep recursion and
- * long sequences at the next step; with a `timeoutMs`, a wall-clock timer also covers awaited
- * sub-queries. Any failure is a 422 TRANSFORM_FAILED naming the reason and, where JSONata gives
- * one, the position.
+ * Evaluates a compiled transform in the calling process: the service runs it through
+ * {@link TransformPool}, in one of the pool's child processes (evaluator.ts). JSONata's own
+ * guardrails stop deep recursion and long sequences at the next step; with a `timeoutMs`, a
+ * wall-clock timer also covers awaited sub-queries. Any failure is a 422 TRANSFORM_FAILED naming
+ * the reason and, where JSONata gives one, the position.
  */
 export async function evaluateTransform(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
   const timelines = input.timelines ?? new Map<string, Map<string, unknown>>();

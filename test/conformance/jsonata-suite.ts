@@ -15,7 +15,7 @@ import jsonata from "jsonata";
 import { ProblemError } from "../../src/errors.js";
 import { TransformPool } from "../../src/transform/pool.js";
 import { compileTransform, DEFAULT_TRANSFORM_LIMITS } from "../../src/transform/transform.js";
-import { loadJsonataSuite, type JsonataSuiteCase } from "../support/jsonataSuite.js";
+import { loadJsonataSuite, type JsonataSuiteCase } from "../support/jsonata-suite.js";
 
 /** What a case came to: a JSON value (its text), no value, or an error code. */
 type Outcome = { kind: "value"; json: string } | { kind: "undefined" } | { kind: "error"; code: string };

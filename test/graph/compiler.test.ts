@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { EXAMPLE_QUERY } from "../../src/demo/seed.js";
 import { compileQuery } from "../../src/graph/query/compiler.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
-import { patternModel, printPattern } from "../support/graphArbitrary.js";
+import { patternModel, printPattern } from "../support/graph-arbitrary.js";
 
 const compile = (source: string) => compileQuery(parseQuery(source));
 /** The FROM items of the match statement, in the order they are written. */
@@ -98,5 +98,23 @@ describe("graph query compiler", () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it("keeps the gated texts of the 8 gates used last, least recently used dropped first", () => {
+    const compiled = compile(EXAMPLE_QUERY);
+    const gate = (n: number) => `exists (select 1 where ? = ${n})`;
+    const first = compiled.gated(gate(0));
+    expect(first.sql).to.contain(gate(0));
+    expect(compiled.gated(gate(0)), "the same gate again: its texts are kept").to.equal(first);
+    for (let n = 1; n < 8; n++) compiled.gated(gate(n));
+    expect(compiled.gated(gate(0)), "eight gates fit").to.equal(first);
+    const second = compiled.gated(gate(1));
+    compiled.gated(gate(8));
+    expect(compiled.gated(gate(0)), "a ninth gate drops the least recently used (gate 2), not gate 0").to.equal(first);
+    expect(compiled.gated(gate(1))).to.equal(second);
+    for (let n = 9; n < 17; n++) compiled.gated(gate(n));
+    const again = compiled.gated(gate(0));
+    expect(again, "eight other gates since: gate 0 was dropped and is built anew").to.not.equal(first);
+    expect(again).to.deep.equal(first);
   });
 });

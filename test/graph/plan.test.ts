@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { EXAMPLE_QUERY } from "../../src/demo/seed.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
 import { planJoins, type JoinPlan, type PlanStep } from "../../src/graph/query/plan.js";
-import { patternModel, printPattern } from "../support/graphArbitrary.js";
+import { patternModel, printPattern } from "../support/graph-arbitrary.js";
 
 const plan = (source: string) => planJoins(parseQuery(source));
 

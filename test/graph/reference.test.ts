@@ -8,8 +8,8 @@ import { compileQuery } from "../../src/graph/query/compiler.js";
 import { executeGuardedQuery, executeQuery, type DefinitionGuard, type QueryOutput } from "../../src/graph/query/execute.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
 import { describeEachBackend, randomTenant, type BackendContext } from "../support/backends.js";
-import { graphModel, materialize, patternModel, printPattern, resolveParams, type GraphModel, type PatternModel } from "../support/graphArbitrary.js";
-import { evaluateReference, type ReferenceGraph } from "../support/graphReference.js";
+import { graphModel, materialize, patternModel, printPattern, resolveParams, type GraphModel, type PatternModel } from "../support/graph-arbitrary.js";
+import { evaluateReference, type ReferenceGraph } from "../support/graph-reference.js";
 
 /** Graphs per run and patterns per graph: each pattern runs on two tenants, so cases = 2 × GRAPHS × PATTERNS per backend. */
 const GRAPHS = Number(process.env.GRAPH_REFERENCE_GRAPHS ?? 40);

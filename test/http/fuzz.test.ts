@@ -21,13 +21,13 @@ import {
   sizedText,
   type Hints,
   type JsonSchema,
-} from "../support/schemaArbitrary.js";
+} from "../support/schema-arbitrary.js";
 import { adminServer, type TestServer } from "../support/server.js";
 import { hsToken, TEST_JWT_SECRET, unsignedToken } from "../support/tokens.js";
 
 /**
  * Issue 13 §6a: a fuzzer driven by the OpenAPI description. For every operation of /openapi.json it
- * builds requests from the schemas of its parameters and body (test/support/schemaArbitrary.ts),
+ * builds requests from the schemas of its parameters and body (test/support/schema-arbitrary.ts),
  * mixed with hostile strings, numbers, dates, keys, headers, bodies and tokens, and checks each answer:
  * a status the description documents for that operation, never a 5xx, problem+json on every error,
  * a 2xx body that matches its documented schema, and no row of another tenant. The server must

@@ -2,7 +2,7 @@ import { Ajv } from "ajv";
 import ajvFormats from "ajv-formats";
 import { expect } from "chai";
 import fc from "fast-check";
-import { arbitraryOf, type JsonSchema } from "../support/schemaArbitrary.js";
+import { arbitraryOf, type JsonSchema } from "../support/schema-arbitrary.js";
 import { describeService } from "./openapi.test.js";
 
 /** The fuzzer's schema → arbitrary converter: without hostility, what it makes is what the schema allows. */

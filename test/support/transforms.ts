@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { ProblemError } from "../../src/errors.js";
-import { compileTransform, type CompiledTransform, type TransformLimits } from "../../src/transform/transform.js";
+import type { TransformLimits } from "../../src/transform/protocol.js";
+import { compileTransform, type CompiledTransform } from "../../src/transform/transform.js";
 
 /** A query output of two access points, one without `accessPointType`. */
 export const ACCESS_POINTS_OUTPUT = {

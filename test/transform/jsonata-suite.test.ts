@@ -2,8 +2,8 @@ import { expect } from "chai";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { rewriteTransform } from "../../src/transform/rewrite.js";
-import { loadJsonataSuite, type JsonataSuiteCase } from "../support/jsonataSuite.js";
-import { lexerDisagreement } from "../support/lexerOracle.js";
+import { loadJsonataSuite, type JsonataSuiteCase } from "../support/jsonata-suite.js";
+import { lexerDisagreement } from "../support/lexer-oracle.js";
 
 // The suite is not part of the project: it sits in shared/ beside the clone, or where
 // JSONATA_SUITE_DIR says. This file runs from dist/test/transform/, three levels below the root.

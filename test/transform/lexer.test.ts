@@ -1,8 +1,8 @@
 import { expect } from "chai";
 import fc from "fast-check";
 import { tokenize } from "../../src/transform/lexer.js";
-import { jsonataExpression, jsonataTokenSoup } from "../support/jsonataArbitrary.js";
-import { lexerDisagreement } from "../support/lexerOracle.js";
+import { jsonataExpression, jsonataTokenSoup } from "../support/jsonata-arbitrary.js";
+import { lexerDisagreement } from "../support/lexer-oracle.js";
 
 /** Each token as `kind text`, the text as written. */
 const tokens = (text: string) => {

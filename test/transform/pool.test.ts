@@ -2,7 +2,8 @@ import { expect } from "chai";
 import { ACCESS_POINTS_OUTPUT, compileValid, problemOf } from "../support/transforms.js";
 import { ProblemError } from "../../src/errors.js";
 import { TransformPool, type TransformPoolOptions } from "../../src/transform/pool.js";
-import { evaluateTransform, type TransformInput } from "../../src/transform/transform.js";
+import type { TransformInput } from "../../src/transform/protocol.js";
+import { evaluateTransform } from "../../src/transform/transform.js";
 
 const LIMITS = { timeoutMs: 0, maxDepth: 500, maxSequence: 1_000_000 };
 const output = ACCESS_POINTS_OUTPUT;

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { EXAMPLE_DEFINITION } from "../../src/demo/seed.js";
 import { compileProjection, DECLINED } from "../../src/transform/projection.js";
 import { TransformPool } from "../../src/transform/pool.js";
-import type { TransformInput } from "../../src/transform/transform.js";
+import type { TransformInput } from "../../src/transform/protocol.js";
 import { compileValid, problemOf } from "../support/transforms.js";
 
 const LIMITS = { timeoutMs: 0, maxDepth: 500, maxSequence: 1_000_000 };

@@ -4,7 +4,7 @@ import jsonata from "jsonata";
 import { ProblemError, type ProblemDetail } from "../../src/errors.js";
 import { planRewrite, rewriteTransform } from "../../src/transform/rewrite.js";
 import { compileTransform, evaluateTransform } from "../../src/transform/transform.js";
-import { jsonataExpression } from "../support/jsonataArbitrary.js";
+import { jsonataExpression } from "../support/jsonata-arbitrary.js";
 
 const LIMITS = { timeoutMs: 800, maxDepth: 200, maxSequence: 100_000 };
 const output = {

@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { ProblemError } from "../../errors.js";
 import type { Query, Value } from "./ast.js";
 import { planJoins, type JoinPlan, type OutputLabel, type PlannedEntity, type ValueSource } from "./plan.js";
@@ -43,6 +44,9 @@ export interface CompiledQuery {
 export function compileQuery(query: Query): CompiledQuery {
   return emitSql(planJoins(query));
 }
+
+/** Gated texts kept per compiled query (the gates used last): few gates are ever used. */
+const GATED_TEXTS_KEPT = 8;
 
 type Binder = (context: BindContext) => unknown;
 type Placed = PlannedEntity & { alias: string };
@@ -242,7 +246,7 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
   const plain = plainOf(statementText());
   const budgeted = budgetedOf(statementText());
   // A query is run under few gates (one: its definition's row), so their texts are kept.
-  const gatedTexts = new Map<string, { sql: string; budgetedSql: string }>();
+  const gatedTexts = new LRUCache<string, { sql: string; budgetedSql: string }>({ max: GATED_TEXTS_KEPT });
 
   return {
     labels: plan.labels,
@@ -254,7 +258,6 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
     gated(gate: string) {
       let texts = gatedTexts.get(gate);
       if (texts === undefined) {
-        if (gatedTexts.size >= 8) gatedTexts.clear();
         texts = { sql: plainOf(statementText(gate)).sql, budgetedSql: budgetedOf(statementText(gate)).sql };
         gatedTexts.set(gate, texts);
       }

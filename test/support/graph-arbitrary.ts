@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import type { AttributeValue, Scalar } from "../../src/graph/entity.js";
-import type { ReferenceGraph } from "./graphReference.js";
+import type { ReferenceGraph } from "./graph-reference.js";
 
 /**
  * Random graphs and random patterns over them, for comparing the compiled SQL with the reference

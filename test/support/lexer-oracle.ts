@@ -1,5 +1,5 @@
 import { tokenize, type Token } from "../../src/transform/lexer.js";
-import { isLexicalError, traceJsonata, type TracedToken } from "./jsonataTrace.js";
+import { isLexicalError, traceJsonata, type TracedToken } from "./jsonata-trace.js";
 
 interface Comparable {
   type: string;
