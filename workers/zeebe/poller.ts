@@ -13,8 +13,12 @@ export interface JobPollerOptions {
   workerId: string;
   settings: Pick<ZeebeSettings, "maxTasks" | "lockDurationMs" | "tenantIds">;
   client: Pick<GatewayClient, "activateJobs">;
-  /** Runs an activated job; resolves once it is reported (or could not be). Never rejects. */
-  run: (job: ReceivedJob) => Promise<unknown>;
+  /**
+   * Runs an activated job; resolves once it is done with (reported, or it could not be, and its
+   * row in tasks_in_hand settled). Never rejects. `reported` is called once the report is made (or
+   * could not be): the slot is free from then on, the row's settling is not waited for.
+   */
+  run: (job: ReceivedJob, reported: () => void) => Promise<unknown>;
   /** A job was activated (the gateway takes activations again). */
   activated: () => void;
   /** An activation failed (back-pressure, the gateway lost …): the poller has halted; the caller decides when it starts again. */
@@ -129,9 +133,13 @@ export class JobPoller {
     }
     this.inHand++;
     this.options.activated();
-    void this.options.run(job).finally(() => {
+    let free = true;
+    const freeSlot = () => {
+      if (!free) return;
+      free = false;
       this.inHand--;
       this.soon();
-    });
+    };
+    void this.options.run(job, freeSlot).finally(freeSlot);
   }
 }

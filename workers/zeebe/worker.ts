@@ -177,9 +177,10 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
 
   /**
    * Runs a job through the task runner, its job timeout extended meanwhile, its one outcome
-   * reported to the gateway. Counted in hand from the first line: a stop waits for it.
+   * reported to the gateway (then `reported` is called: its row is settled after). Counted in hand
+   * from the first line to the row settled: a stop waits for it.
    */
-  const runJob = async (taskType: string, handler: TaskHandler, job: ReceivedJob, via?: JobVia) => {
+  const runJob = async (taskType: string, handler: TaskHandler, job: ReceivedJob, via?: JobVia, reported: () => void = () => {}) => {
     state.taskStarted();
     // The job timeout is extended while the job runs, as Camunda 7's lock is (Zeebe 8.5+); each
     // extension asked once (a failed one is tried again a third of a job timeout later).
@@ -190,15 +191,15 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
       const reporter: TaskReporter = {
         async complete(output: OutputVariables) {
           timeout.release();
-          await zeebe.completeJob({ jobKey: job.key, variables: output }, report);
+          await zeebe.completeJob({ jobKey: job.key, variables: output }, report).finally(reported);
         },
         async bpmnError(code, message) {
           timeout.release();
-          await zeebe.throwError({ jobKey: job.key, errorCode: code, errorMessage: message }, report);
+          await zeebe.throwError({ jobKey: job.key, errorCode: code, errorMessage: message }, report).finally(reported);
         },
         async fail(failure) {
           timeout.release();
-          await zeebe.failJob({ jobKey: job.key, errorMessage: failure.message, retries: failure.retries, retryBackOff: backOffMs(job, failure.backOffMs) }, report);
+          await zeebe.failJob({ jobKey: job.key, errorMessage: failure.message, retries: failure.retries, retryBackOff: backOffMs(job, failure.backOffMs) }, report).finally(reported);
         },
       };
       const tenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
@@ -215,7 +216,7 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
       workerId,
       settings,
       client: zeebe,
-      run: (job) => runJob(taskType, handler, job),
+      run: (job, reported) => runJob(taskType, handler, job, undefined, reported),
       // A job activated: the gateway takes activations again.
       activated: () => (refusals = 0),
       failed: onActivationFailed,
