@@ -26,8 +26,21 @@ export const ZEEBE_PROTO_PATH = join(SDK_ROOT, "dist/proto/zeebe.proto");
 
 /** The private members relied on, each with how the test checks it (test/workers/zeebe-sdk-adapter.test.ts). */
 export const SDK_PRIVATE_MEMBERS = {
-  /** The file, with the service and the calls the worker makes. */
-  proto: { file: "dist/proto/zeebe.proto", service: "gateway_protocol.Gateway", calls: ["ActivateJobs", "StreamActivatedJobs", "CompleteJob", "FailJob", "ThrowError", "UpdateJobTimeout", "Topology"] },
+  /** The file, with the service, the calls the worker makes and the fields of their requests it sets, and the fields of a job it reads. */
+  proto: {
+    file: "dist/proto/zeebe.proto",
+    service: "gateway_protocol.Gateway",
+    calls: {
+      ActivateJobs: ["type", "worker", "timeout", "maxJobsToActivate", "fetchVariable", "requestTimeout", "tenantIds"],
+      StreamActivatedJobs: ["type", "worker", "timeout", "fetchVariable", "tenantIds"],
+      CompleteJob: ["jobKey", "variables"],
+      FailJob: ["jobKey", "retries", "errorMessage", "retryBackOff", "variables"],
+      ThrowError: ["jobKey", "errorCode", "errorMessage", "variables"],
+      UpdateJobTimeout: ["jobKey", "timeout"],
+      Topology: [],
+    },
+    job: { message: "gateway_protocol.ActivatedJob", fields: ["key", "retries", "deadline", "variables", "customHeaders", "tenantId"] },
+  },
   /** The function, taking (job, variablesDto, headersDto) and answering the job with both parsed. */
   parseVariables: { module: "@camunda8/sdk/dist/zeebe/lib/stringifyVariables.js", export: "parseVariablesAndCustomHeadersToJSON" },
 } as const;
