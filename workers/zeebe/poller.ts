@@ -15,8 +15,9 @@ export interface JobPollerOptions {
   client: Pick<GatewayClient, "activateJobs">;
   /**
    * Runs an activated job; resolves once it is done with (reported, or it could not be, and its
-   * row in tasks_in_hand settled). Never rejects. `reported` is called once the report is made (or
-   * could not be): the slot is free from then on, the row's settling is not waited for.
+   * row in tasks_in_hand settled). Never rejects. `reported` is called as its report is sent: the
+   * job's work is done and its slot is free from then on (the next activation travels with the
+   * report); neither the gateway's answer nor the row's settling is waited for.
    */
   run: (job: ReceivedJob, reported: () => void) => Promise<unknown>;
   /** A job was activated (the gateway takes activations again). */

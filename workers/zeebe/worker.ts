@@ -177,7 +177,8 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
 
   /**
    * Runs a job through the task runner, its job timeout extended meanwhile, its one outcome
-   * reported to the gateway (then `reported` is called: its row is settled after). Counted in hand
+   * reported to the gateway (`reported` is called as the report is sent: the poller's slot is free,
+   * the row is settled once the gateway has answered). Counted in hand
    * from the first line to the row settled: a stop waits for it.
    */
   const runJob = async (taskType: string, handler: TaskHandler, job: ReceivedJob, via?: JobVia, reported: () => void = () => {}) => {
@@ -187,19 +188,24 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
     const timeout = keepLocked(() => zeebe.updateJobTimeout({ jobKey: job.key, timeout: settings.lockDurationMs }), settings.lockDurationMs, (err) =>
       logger.warn("job timeout extension failed", { engine: "zeebe", taskId: job.key, error: err instanceof Error ? err.message : String(err) }),
     );
+    /** The report on its way: the job's slot is free (its work is done; the gateway takes the report with the next activation). */
+    const sent = <T>(report: Promise<T>): Promise<T> => {
+      reported();
+      return report;
+    };
     try {
       const reporter: TaskReporter = {
         async complete(output: OutputVariables) {
           timeout.release();
-          await zeebe.completeJob({ jobKey: job.key, variables: output }, report).finally(reported);
+          await sent(zeebe.completeJob({ jobKey: job.key, variables: output }, report));
         },
         async bpmnError(code, message) {
           timeout.release();
-          await zeebe.throwError({ jobKey: job.key, errorCode: code, errorMessage: message }, report).finally(reported);
+          await sent(zeebe.throwError({ jobKey: job.key, errorCode: code, errorMessage: message }, report));
         },
         async fail(failure) {
           timeout.release();
-          await zeebe.failJob({ jobKey: job.key, errorMessage: failure.message, retries: failure.retries, retryBackOff: backOffMs(job, failure.backOffMs) }, report).finally(reported);
+          await sent(zeebe.failJob({ jobKey: job.key, errorMessage: failure.message, retries: failure.retries, retryBackOff: backOffMs(job, failure.backOffMs) }, report));
         },
       };
       const tenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
