@@ -34,7 +34,8 @@ import { Camunda7Engine } from "../test/support/camunda7.js";
 import { freePort, startNode } from "../test/support/process.js";
 import { ZeebeGateway } from "../test/support/zeebe-gateway.js";
 import { startCamunda7Worker } from "../workers/camunda7/worker.js";
-import { startZeebeWorker, zeebeClient } from "../workers/zeebe/worker.js";
+import { Camunda8 } from "@camunda8/sdk";
+import { sdkConfiguration, startZeebeWorker } from "../workers/zeebe/worker.js";
 import { cpuBetween, cpuPerUnit, cpuSnapshot, option, percentile, pinApart, timeRuns, post, waitForHealth, type CpuSnapshot } from "./harness.js";
 
 const tasks = Number(option("tasks", "2000"));
@@ -135,8 +136,8 @@ async function workerVersusRest(variables: Record<string, unknown>): Promise<voi
     PORT: String(workerPort),
     ZEEBE_ADDRESS: zb.address,
     WORKER_MAX_TASKS: String(concurrency),
-    ...(workerProfileDir !== "" ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${workerProfileDir}` } : {}),
-  });
+    // Node refuses --cpu-prof in NODE_OPTIONS: given on the command line.
+  }, [], workerProfileDir !== "" ? ["--cpu-prof", `--cpu-prof-dir=${workerProfileDir}`] : []);
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   try {
     await Promise.all([waitForHealth(serverPort), waitForHealth(workerPort)]);
@@ -314,7 +315,8 @@ async function zeebe(services: Services, knex: Knex, variables: Record<string, u
       return ms;
     };
     const doNothing = (count: () => void) => {
-      const c8 = zeebeClient({ address: zb.address });
+      // The SDK's own job worker, as a user of the SDK writes one.
+      const c8 = new Camunda8(sdkConfiguration({ address: zb.address }) as never).getZeebeGrpcApiClient({ zeebeGrpcSettings: { ZEEBE_CLIENT_LOG_LEVEL: "NONE" } } as never);
       const worker = c8.createWorker({
         taskType: "api-request",
         maxJobsToActivate: 10,

@@ -61,9 +61,9 @@ export class RunningProcess {
   }
 }
 
-/** Starts `node <script>` from the project root with exactly the environment given (plus PATH). */
-export function startNode(script: string, env: Record<string, string>, args: string[] = []): RunningProcess {
-  const child = spawn(process.execPath, [script, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? "", ...env } });
+/** Starts `node [nodeArgs] <script> [args]` from the project root with exactly the environment given (plus PATH). */
+export function startNode(script: string, env: Record<string, string>, args: string[] = [], nodeArgs: string[] = []): RunningProcess {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? "", ...env } });
   return new RunningProcess(child);
 }
 

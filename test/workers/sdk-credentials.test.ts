@@ -10,9 +10,9 @@ import { ZeebeGateway, type GatewayOptions } from "../support/zeebe-gateway.js";
 /** The Zeebe settings of `env`, read as the service reads them. */
 const zeebeOf = (env: Record<string, string>) => loadConfig({ JWT_SECRET: TEST_JWT_SECRET, ...env }).zeebe!;
 
-/** One Topology call of the worker's SDK client, asked once (no SDK retry); answers "answered" or the error's message. */
+/** One Topology call of the worker's gateway client (its credentials from the SDK's providers), asked once; answers "answered" or the error's message. */
 async function topology(env: Record<string, string>): Promise<string> {
-  const client = zeebeClient(zeebeOf(env), false);
+  const client = zeebeClient(zeebeOf(env));
   try {
     return await client.topology().then(
       () => "answered",

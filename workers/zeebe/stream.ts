@@ -1,77 +1,23 @@
-import { LosslessDto } from "@camunda8/sdk";
-import { parseVariablesAndCustomHeadersToJSON } from "@camunda8/sdk/dist/zeebe/lib/stringifyVariables.js";
+import type { ClientReadableStream } from "@grpc/grpc-js";
 import type { ZeebeSettings } from "../../src/config.js";
 import type { Logger } from "../../src/logger.js";
 import { reconnectDelayMs } from "../../src/tasks/outcome.js";
 import type { WorkerState } from "../../src/tasks/worker-state.js";
-
-/** A job as the gateway sends it: variables and custom headers as JSON text. */
-interface ActivatedJobMessage {
-  key: string;
-  retries: number;
-  /** When the job times out (epoch ms, as int64 text). */
-  deadline: string | number;
-  variables: string;
-  customHeaders: string;
-  tenantId: string;
-}
-
-/** A job as the worker runs it. */
-export interface ReceivedJob {
-  key: string;
-  retries: number;
-  variables: Record<string, unknown>;
-  /** The task's headers (`zeebe:taskHeaders`), e.g. `retryBackoff`. */
-  customHeaders: Record<string, unknown>;
-  tenantId: string;
-}
+import { readJob, type ActivatedJobMessage, type GatewayClient, type ReceivedJob } from "./gateway-client.js";
 
 export type JobVia = "stream" | "poll";
 
-/** A server-streaming gRPC call as the SDK's gRPC client answers it (a grpc-js ClientReadableStream). */
-interface ServerStream {
-  on(event: "data", listener: (message: unknown) => void): this;
-  on(event: "error", listener: (error: Error) => void): this;
-  on(event: "end", listener: () => void): this;
-  /** Stops reading: gRPC flow control holds what follows, and the gateway stops pushing once the call's buffers are full. */
-  pause(): this;
-  resume(): this;
-  cancel(): void;
-}
-
-/** What the SDK's gRPC client answers a streaming call: the call, an error, or nothing when it is closing. */
-type StreamAnswer = ServerStream | { error: unknown } | undefined;
-
-/** The SDK's gRPC client of one job worker (TLS, OAuth token and custom CA as the client's): the calls used here. */
-interface JobGrpcClient {
-  streamActivatedJobsStream(request: Record<string, unknown>): Promise<StreamAnswer>;
-  activateJobsStream(request: Record<string, unknown>): Promise<StreamAnswer>;
-  close(): Promise<unknown>;
-}
-
-/** The calls a job stream makes of the client: its own gRPC connection, and the job actions. */
+/** The job action a job stream makes of the client: handing a job back. */
 export interface StreamingClient {
   failJob(request: { jobKey: string; errorMessage: string; retries: number; retryBackOff: number }): Promise<unknown>;
-}
-
-/**
- * A gRPC connection of its own for a job type's stream and polls, made the way the SDK makes one
- * for its job workers (the SDK's private `constructGrpcClient`: its `streamJobs` worker has no cap
- * on jobs in hand and no reconnection, so only its connection is used).
- */
-export function jobGrpcClient(zeebe: object, taskType: string): JobGrpcClient {
-  const factory = zeebe as { constructGrpcClient(options: Record<string, unknown>): { grpcClient: JobGrpcClient } };
-  return factory.constructGrpcClient({
-    grpcConfig: { namespace: "ZBWorker", tasktype: taskType },
-    logConfig: { _tag: "ZBWORKER", colorise: false, loglevel: "NONE", namespace: "ZBStreamWorker" },
-  }).grpcClient;
 }
 
 export interface JobStreamOptions {
   taskType: string;
   workerId: string;
   settings: Pick<ZeebeSettings, "maxTasks" | "lockDurationMs" | "tenantIds" | "streamPollIntervalMs" | "address">;
-  grpc: JobGrpcClient;
+  /** The gateway's client: the stream and the polls. */
+  grpc: Pick<GatewayClient, "streamActivatedJobs" | "activateJobs">;
   client: StreamingClient;
   state: WorkerState;
   logger: Logger;
@@ -104,7 +50,8 @@ export interface JobStreamOptions {
  */
 export class JobStream {
   private inHand = 0;
-  private stream: ServerStream | undefined;
+  /** The open job stream; paused, it is not read: gRPC flow control holds what follows and the gateway stops pushing once its buffers are full. */
+  private stream: ClientReadableStream<unknown> | undefined;
   private opening: Promise<void> | undefined;
   private polling: Promise<void> | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -143,7 +90,7 @@ export class JobStream {
   }
 
   /** What both the stream and a poll ask for: the same worker name, timeout, variables and tenants. */
-  private request(): Record<string, unknown> {
+  private request() {
     const { taskType, workerId, settings } = this.options;
     return { type: taskType, worker: workerId, timeout: settings.lockDurationMs, fetchVariable: [], tenantIds: settings.tenantIds ?? [] };
   }
@@ -151,11 +98,8 @@ export class JobStream {
   private openStream(): void {
     if (this.closed || this.stream !== undefined || this.opening !== undefined || this.outage !== undefined) return;
     this.opening = this.options.grpc
-      .streamActivatedJobsStream(this.request())
-      .then((answer) => {
-        if (answer === undefined) return;
-        if (!("on" in answer)) throw answer.error;
-        const call = answer;
+      .streamActivatedJobs(this.request())
+      .then((call) => {
         // Listeners first: whatever the call delivers is taken or handed back, even if cancelled below.
         call.on("data", (message) => this.receive(message as ActivatedJobMessage, "stream"));
         call.on("error", (err) => this.ended(call, err));
@@ -196,7 +140,7 @@ export class JobStream {
   }
 
   /** The call ended; unless it was cancelled here, the stream is lost. */
-  private ended(call: ServerStream, err: unknown): void {
+  private ended(call: ClientReadableStream<unknown>, err: unknown): void {
     if (this.stream !== call) return;
     this.stream = undefined;
     this.lost(err);
@@ -205,11 +149,7 @@ export class JobStream {
   private receive(message: ActivatedJobMessage, via: JobVia): void {
     let job: ReceivedJob;
     try {
-      const parsed = parseVariablesAndCustomHeadersToJSON(message as never, LosslessDto, LosslessDto) as unknown as {
-        variables: Record<string, unknown>;
-        customHeaders: Record<string, unknown>;
-      };
-      job = { key: message.key, retries: message.retries, variables: parsed.variables, customHeaders: parsed.customHeaders, tenantId: message.tenantId };
+      job = readJob(message);
     } catch (err) {
       // As the SDK's job workers do: a job whose variables are not JSON fails, one retry fewer.
       this.fail(message.key, message.retries, `the job's variables could not be parsed: ${err instanceof Error ? err.message : String(err)}`, Math.max(0, message.retries - 1));
@@ -278,9 +218,7 @@ export class JobStream {
 
   /** One activation that does not wait for jobs (the stream brings new ones); answers how many it brought. */
   private async poll(max: number): Promise<number> {
-    const answer = await this.options.grpc.activateJobsStream({ ...this.request(), maxJobsToActivate: max, requestTimeout: -1 });
-    if (answer === undefined) return 0;
-    if (!("on" in answer)) throw answer.error;
+    const answer = await this.options.grpc.activateJobs({ ...this.request(), maxJobsToActivate: max, requestTimeout: -1 });
     let found = 0;
     await new Promise<void>((resolve, reject) => {
       answer.on("data", (response) => {

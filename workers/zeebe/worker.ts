@@ -1,5 +1,4 @@
-import { EventEmitter } from "node:events";
-import { Camunda8, Zeebe } from "@camunda8/sdk";
+import type { ServiceError } from "@grpc/grpc-js";
 import type { ZeebeSettings } from "../../src/config.js";
 import type { Services } from "../../src/services.js";
 import { backPressureDelayMs, reconnectDelayMs } from "../../src/tasks/outcome.js";
@@ -9,71 +8,14 @@ import { apiRequest, calculateSeries } from "../../src/tasks/tasks.js";
 import { keepLocked } from "../../src/tasks/keep-locked.js";
 import { WorkerState } from "../../src/tasks/worker-state.js";
 import type { OutputVariables } from "../../src/tasks/tasks.js";
-import { jobGrpcClient, JobStream, type JobVia, type ReceivedJob } from "./stream.js";
+import { GatewayClient, GrpcStatus, type ReceivedJob, type ZeebeConnection } from "./gateway-client.js";
+import { JobPoller } from "./poller.js";
+import { JobStream, type JobVia } from "./stream.js";
 
-const JOB_ACTION_ACKNOWLEDGEMENT = Zeebe.Types.JOB_ACTION_ACKNOWLEDGEMENT;
-
-/** Pause between job activations (each a long poll held by the gateway until jobs arrive). */
-const POLL_INTERVAL_MS = 20;
-
-/** The gRPC status of Zeebe's back-pressure answer (`RESOURCE_EXHAUSTED`). */
-const RESOURCE_EXHAUSTED = 8;
+export type { ZeebeConnection } from "./gateway-client.js";
 
 /** Zeebe's name for "no tenant" (multi-tenancy off). */
 const DEFAULT_TENANT = "<default>";
-
-export type ZeebeClient = ReturnType<Camunda8["getZeebeGrpcApiClient"]>;
-type JobWorker = ReturnType<ZeebeClient["createWorker"]>;
-
-/** How a job's one outcome reaches the engine: the SDK job's own actions (polled) or the client's (streamed). */
-interface JobActions {
-  complete(output: OutputVariables): Promise<unknown>;
-  bpmnError(request: { jobKey: string; errorCode: string; errorMessage: string }): Promise<unknown>;
-  fail(request: { errorMessage: string; retries: number; retryBackOff: number }): Promise<unknown>;
-}
-
-/**
- * Closes a job worker: no new activation, the jobs in hand finish. The SDK's close() leaves the
- * long poll under way open while jobs are in hand; a job the gateway activates into it is then
- * dropped unrun and waits for its job timeout. Cancelled here, the poll takes no job: the gateway
- * gives new jobs to the workers still polling.
- */
-function closeJobWorker(worker: JobWorker): Promise<unknown> {
-  // The open activation is the SDK's private field (it cancels it itself only when no job is in hand).
-  const cancel = () => (worker as unknown as { jobStream?: { cancel?: () => void } }).jobStream?.cancel?.();
-  const closed = worker.close();
-  cancel();
-  // An activation being opened as close() is called is set after it: cancelled as soon as it is.
-  const again = setInterval(cancel, POLL_INTERVAL_MS);
-  return closed.finally(() => clearInterval(again));
-}
-/**
- * Keeps a job worker's slots filled. The SDK's job worker asks for jobs only once 70 % of its slots
- * are free, and then at its next poll tick: with a backlog, its jobs in hand swing between 10 and
- * 3 and it waits up to a poll interval between batches (measured: 0.23x the throughput of the same
- * requests over REST at the same concurrency). Here it asks as soon as a slot frees: the slots freed
- * in one turn of the event loop (jobs ending together) are asked for by one activation. The
- * fields are the SDK's private ones; where they are missing (another SDK version) its own pace
- * stays.
- */
-function refillOnFreeSlot(worker: JobWorker, maxTasks: number): void {
-  const internals = worker as unknown as { activeJobsThresholdForReactivation?: number; capacityEmitter?: EventEmitter; poll?: () => Promise<void> };
-  if (typeof internals.poll !== "function" || typeof internals.activeJobsThresholdForReactivation !== "number" || !(internals.capacityEmitter instanceof EventEmitter)) return;
-  const poll = internals.poll.bind(worker);
-  internals.activeJobsThresholdForReactivation = maxTasks - 1;
-  let due = false;
-  internals.capacityEmitter.on("AVAILABLE", () => {
-    if (due) return;
-    due = true;
-    setImmediate(() => {
-      due = false;
-      void poll();
-    });
-  });
-}
-
-/** What a gRPC client of the gateway is made from: the address, TLS, the CA and client certificate, the authentication. */
-export type ZeebeConnection = Pick<ZeebeSettings, "address"> & Partial<Pick<ZeebeSettings, "tls" | "auth" | "rootCertPath" | "mtls">>;
 
 /**
  * The connection as the SDK's own settings (its names: ZEEBE_GRPC_ADDRESS, CAMUNDA_AUTH_STRATEGY
@@ -115,29 +57,24 @@ export function sdkConfiguration(options: ZeebeConnection): Record<string, strin
 }
 
 /**
- * A gRPC client of @camunda8/sdk for a gateway: plaintext or TLS (`grpcs`, a private CA, a client
- * certificate), no authentication, OAuth client credentials, basic or a bearer token. The SDK's
- * own console lines are off: the worker logs JSON lines of its own.
+ * The worker's gRPC client of a gateway (gateway-client.ts): plaintext or TLS (`grpcs`, a private
+ * CA, a client certificate), no authentication, OAuth client credentials, basic or a bearer token,
+ * the credentials added by the SDK's providers from the SDK's own settings ({@link sdkConfiguration}).
  */
-export function zeebeClient(options: ZeebeConnection, retry = true): ZeebeClient {
-  const c8 = new Camunda8(sdkConfiguration(options) as never);
-  // The log level is read from the nested settings only (a flat key is ignored: measured).
-  // retry: the SDK repeats a command that meets an unavailable gateway (forever, by default).
-  return c8.getZeebeGrpcApiClient({ zeebeGrpcSettings: { ZEEBE_CLIENT_LOG_LEVEL: "NONE", ZEEBE_GRPC_CLIENT_RETRY: retry } } as never);
+export function zeebeClient(options: ZeebeConnection): GatewayClient {
+  return new GatewayClient(options, sdkConfiguration(options));
 }
 
 /**
- * Job workers for the two job types through @camunda8/sdk; each job runs through the task runner
- * (src/tasks/runner.ts). What is Zeebe's alone lives here: the job workers, the job actions
- * (complete, throw error, fail with a back-off), and closing the job workers while the gateway is
- * lost, probing it until it answers.
+ * The worker's jobs of the two job types, on its own gRPC client of the gateway; each job runs
+ * through the task runner (src/tasks/runner.ts). What is Zeebe's alone lives here: the activation
+ * (long polling, poller.ts, or job streaming, stream.ts), the job actions (complete, throw error,
+ * fail with a back-off), back-pressure, and halting the activations while the gateway is lost,
+ * probing it until it answers.
  */
 export function startZeebeWorker(services: Services, settings: ZeebeSettings, deps: WorkerDeps): RunningWorker {
   const { logger } = deps;
   const zeebe = zeebeClient(settings);
-  // Readiness and outage probes and job timeout extensions ask once and take no for an answer (no
-  // SDK retry loop left behind; a failed extension is tried again a third of a job timeout later).
-  const probe = zeebeClient(settings, false);
   const runner = new TaskRunner({
     ...deps,
     engine: "zeebe",
@@ -148,59 +85,49 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
   });
   const { workerId, inHandId } = runner;
   const state = new WorkerState();
+  // Readiness and outage probes ask once and take no for an answer.
   const answers = () =>
     Promise.race([
-      probe.topology(),
+      zeebe.topology(),
       new Promise((_, reject) => setTimeout(() => reject(new Error("the Zeebe gateway did not answer in 2 s")), 2000).unref()),
     ]);
+  // A job's report is asked again while the gateway is unreachable or pushes back, for its job timeout at most.
+  const report = { retryForMs: settings.lockDurationMs };
 
-  // A lost gateway: the job workers are closed (the SDK would otherwise retry an activation every
-  // poll interval), the gateway is probed after 0.5, 1, 2 … 30 s, and fresh job workers start once
-  // it answers. One warning per outage, one line when it is back.
-  let workers: ReturnType<typeof create>[] = [];
+  let pollers: JobPoller[] = [];
   let outage: Promise<void> | undefined;
-  // Back-pressure: the refusals in a row (reset when a job is activated) and whether the error the
-  // SDK reports as a connection error was one (its job worker's `streamError` says so just after).
+  // Back-pressure: the refusals in a row (reset when a job is activated).
   let refusals = 0;
-  let backPressured = false;
-  const onConnectionError = () => {
-    // The SDK calls this before its job worker emits the stream's error: decided once that has been seen.
-    setImmediate(() => {
-      const refused = backPressured;
-      backPressured = false;
-      if (refused) onBackPressure();
-      else onLost();
-    });
+
+  /** Halts every poller (each one's open activation cancelled), runs `wait`, then starts them again unless the worker stops. */
+  const haltWhile = (wait: () => Promise<void>) => {
+    outage = (async () => {
+      await Promise.all(pollers.map((p) => p.halt()));
+      await wait();
+      if (!state.stopping) for (const p of pollers) p.start();
+    })().finally(() => (outage = undefined));
   };
 
   /**
    * Zeebe's back-pressure (`RESOURCE_EXHAUSTED`): the gateway answers but the broker takes no more
-   * for now. The job workers are closed (the SDK would ask again at its own pace) and fresh ones
-   * start after 0.5, 1, 2 … 10 s with jitter ({@link backPressureDelayMs}), the pause growing with each
-   * refusal in a row until a job is activated again.
+   * for now. Activations halt and start again after 0.5, 1, 2 … 10 s with jitter
+   * ({@link backPressureDelayMs}), the pause growing with each refusal in a row until a job is
+   * activated again.
    */
   const onBackPressure = () => {
-    if (state.stopping || outage !== undefined) return;
     const pauseMs = backPressureDelayMs(refusals++);
     const fields = { engine: "zeebe", address: settings.address, refusals, pauseMs };
     if (refusals === 1) logger.warn("zeebe gateway back-pressure (RESOURCE_EXHAUSTED); asking for jobs again after a pause", fields);
     else logger.info("zeebe gateway back-pressure again; a longer pause", fields);
-    const refusedWorkers = workers.splice(0);
-    outage = (async () => {
-      await Promise.all(refusedWorkers.map((w) => closeJobWorker(w).catch(() => undefined)));
-      await state.pause(pauseMs);
-      if (!state.stopping) startJobWorkers();
-    })().finally(() => (outage = undefined));
+    haltWhile(() => state.pause(pauseMs));
   };
 
-  const onLost = () => {
-    if (state.stopping || outage !== undefined) return;
+  /** A lost gateway: activations halt, the gateway is probed after 0.5, 1, 2 … 30 s, and they start again once it answers. One warning per outage, one line when it is back. */
+  const onLost = (err: ServiceError) => {
     state.unreachable();
-    logger.warn("zeebe gateway unreachable; retrying", { engine: "zeebe", address: settings.address });
-    const lost = workers.splice(0);
+    logger.warn("zeebe gateway unreachable; retrying", { engine: "zeebe", address: settings.address, error: err.message });
     const since = Date.now();
-    outage = (async () => {
-      await Promise.all(lost.map((w) => closeJobWorker(w).catch(() => undefined)));
+    haltWhile(async () => {
       for (;;) {
         await state.pause(reconnectDelayMs(state.failedTries - 1));
         if (state.stopping) return;
@@ -212,10 +139,20 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
           logger.debug("zeebe gateway still unreachable", { engine: "zeebe", address: settings.address, failedProbes: state.failedTries - 1 });
         }
       }
-      // The outage's first failure was the connection error, not a probe.
+      // The outage's first failure was the activation's, not a probe.
       logger.info("zeebe gateway reachable again", { engine: "zeebe", address: settings.address, outageMs: Date.now() - since, failedProbes: state.reachable() - 1 });
-      startJobWorkers();
-    })().finally(() => (outage = undefined));
+    });
+  };
+
+  /** A poller's activation failed: the poller has halted. The first failure of an episode decides; the others wait for its end. */
+  const onActivationFailed = (err: ServiceError) => {
+    if (state.stopping) return;
+    if (outage !== undefined) {
+      // Started again at the end of the episode under way (it halted the others).
+      return;
+    }
+    if (err.code === GrpcStatus.RESOURCE_EXHAUSTED) onBackPressure();
+    else onLost(err);
   };
 
   /**
@@ -240,29 +177,35 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
 
   /**
    * Runs a job through the task runner, its job timeout extended meanwhile, its one outcome
-   * reported through `actions` (the SDK job's own when polled, the client's when streamed).
-   * Counted in hand from the first line: a stop waits for it.
+   * reported to the gateway (`reported` is called as the report is sent: the poller's slot is free,
+   * the row is settled once the gateway has answered). Counted in hand
+   * from the first line to the row settled: a stop waits for it.
    */
-  const runJob = async (taskType: string, handler: TaskHandler, job: ReceivedJob, actions: JobActions, via?: JobVia) => {
+  const runJob = async (taskType: string, handler: TaskHandler, job: ReceivedJob, via?: JobVia, reported: () => void = () => {}) => {
     state.taskStarted();
-    // The job timeout is extended while the job runs, as Camunda 7's lock is (Zeebe 8.5+).
-    const timeout = keepLocked(() => probe.updateJobTimeout({ jobKey: job.key, timeout: settings.lockDurationMs }), settings.lockDurationMs, (err) =>
+    // The job timeout is extended while the job runs, as Camunda 7's lock is (Zeebe 8.5+); each
+    // extension asked once (a failed one is tried again a third of a job timeout later).
+    const timeout = keepLocked(() => zeebe.updateJobTimeout({ jobKey: job.key, timeout: settings.lockDurationMs }), settings.lockDurationMs, (err) =>
       logger.warn("job timeout extension failed", { engine: "zeebe", taskId: job.key, error: err instanceof Error ? err.message : String(err) }),
     );
+    /** The report on its way: the job's slot is free (its work is done; the gateway takes the report with the next activation). */
+    const sent = <T>(report: Promise<T>): Promise<T> => {
+      reported();
+      return report;
+    };
     try {
       const reporter: TaskReporter = {
-        async complete(output) {
+        async complete(output: OutputVariables) {
           timeout.release();
-          await actions.complete(output);
+          await sent(zeebe.completeJob({ jobKey: job.key, variables: output }, report));
         },
         async bpmnError(code, message) {
           timeout.release();
-          // The SDK's job.error swallows a refused command; the client's throwError does not.
-          await actions.bpmnError({ jobKey: job.key, errorCode: code, errorMessage: message });
+          await sent(zeebe.throwError({ jobKey: job.key, errorCode: code, errorMessage: message }, report));
         },
         async fail(failure) {
           timeout.release();
-          await actions.fail({ errorMessage: failure.message, retries: failure.retries, retryBackOff: backOffMs(job, failure.backOffMs) });
+          await sent(zeebe.failJob({ jobKey: job.key, errorMessage: failure.message, retries: failure.retries, retryBackOff: backOffMs(job, failure.backOffMs) }, report));
         },
       };
       const tenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
@@ -273,76 +216,36 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
     }
   };
 
-  const create = (taskType: string, handler: TaskHandler) => {
-    const worker = zeebe.createWorker({
-      taskType,
-      id: workerId,
-      // The SDK's own log lines are not JSON lines of ours; the runner logs one line per task.
-      loglevel: "NONE",
-      maxJobsToActivate: settings.maxTasks,
-      ...(settings.tenantIds !== undefined ? { tenantIds: settings.tenantIds } : {}),
-      timeout: settings.lockDurationMs,
-      // An activation is a long poll (held by the gateway until jobs arrive); the interval is only
-      // the pause before the next one, so a short one keeps a busy worker busy without spinning.
-      pollInterval: POLL_INTERVAL_MS,
-      onConnectionError,
-      taskHandler: async (job) => {
-        // A job activated: the gateway takes activations again.
-        refusals = 0;
-        await runJob(taskType, handler, job, {
-          complete: (output) => job.complete(output as Parameters<typeof job.complete>[0]),
-          // job.forward() tells the SDK's job worker the job is done with (it counts its jobs in hand).
-          bpmnError: (request) => zeebe.throwError(request).finally(() => job.forward()),
-          fail: (request) => job.fail(request),
-        });
-        // Exactly one job action per job, made by the reporter (or none reached the engine: the job times out).
-        return JOB_ACTION_ACKNOWLEDGEMENT;
-      },
-    });
-    worker.on("streamError", (err: unknown) => {
-      if ((err as { code?: unknown } | null)?.code !== RESOURCE_EXHAUSTED) return;
-      backPressured = true;
-      // Read by the connection error's handler, due first; not left over for a later error.
-      setImmediate(() => (backPressured = false));
-    });
-    refillOnFreeSlot(worker, settings.maxTasks);
-    return worker;
-  };
-
-  const startJobWorkers = () => {
-    workers = [create(settings.topics.apiRequest, apiRequest), create(settings.topics.calculateSeries, calculateSeries)];
-  };
-
-  // ZEEBE_STREAM_JOBS: a job stream per job type, each with its own connection, cap and reconnection (stream.ts).
-  const streamed = (taskType: string, handler: TaskHandler) => {
-    const grpc = jobGrpcClient(zeebe, taskType);
-    const stream = new JobStream({
+  const polled = (taskType: string, handler: TaskHandler) =>
+    new JobPoller({
       taskType,
       workerId,
       settings,
-      grpc,
       client: zeebe,
-      state,
-      logger,
-      answers,
-      run: (job, via) =>
-        runJob(
-          taskType,
-          handler,
-          job,
-          {
-            complete: (output) => zeebe.completeJob({ jobKey: job.key, variables: output as never }),
-            bpmnError: (request) => zeebe.throwError(request),
-            fail: (request) => zeebe.failJob({ jobKey: job.key, ...request }),
-          },
-          via,
-        ),
+      run: (job, reported) => runJob(taskType, handler, job, undefined, reported),
+      // A job activated: the gateway takes activations again.
+      activated: () => (refusals = 0),
+      failed: onActivationFailed,
+      unreadable: (message, err) => {
+        const errorMessage = `the job's variables could not be parsed: ${err instanceof Error ? err.message : String(err)}`;
+        logger.warn("zeebe job whose variables could not be parsed; failed, one retry fewer", { engine: "zeebe", taskId: message.key, error: errorMessage });
+        zeebe.failJob({ jobKey: message.key, errorMessage, retries: Math.max(0, message.retries - 1), retryBackOff: 0 }, report).catch((failed: unknown) =>
+          logger.warn("could not fail the zeebe job; it is activated again after its job timeout", { engine: "zeebe", taskId: message.key, error: failed instanceof Error ? failed.message : String(failed) }),
+        );
+      },
     });
+
+  // ZEEBE_STREAM_JOBS: a job stream per job type, each with its own cap and reconnection (stream.ts).
+  const streamed = (taskType: string, handler: TaskHandler) => {
+    const stream = new JobStream({ taskType, workerId, settings, grpc: zeebe, client: zeebe, state, logger, answers, run: (job, via) => runJob(taskType, handler, job, via) });
     stream.start();
-    return { stream, grpc };
+    return stream;
   };
   const streams = settings.streamJobs ? [streamed(settings.topics.apiRequest, apiRequest), streamed(settings.topics.calculateSeries, calculateSeries)] : [];
-  if (!settings.streamJobs) startJobWorkers();
+  if (!settings.streamJobs) {
+    pollers = [polled(settings.topics.apiRequest, apiRequest), polled(settings.topics.calculateSeries, calculateSeries)];
+    for (const p of pollers) p.start();
+  }
   logger.info("zeebe worker started", {
     engine: "zeebe",
     workerId,
@@ -362,15 +265,14 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
     async stop() {
       // Ends the outage's wait between probes at once.
       const idle = state.stop();
-      // Jobs in hand (also those of job workers closed by an outage) report through the client:
-      // it closes last. Closing stops activating jobs (the open poll cancelled) and waits for the jobs in hand.
       await outage;
-      // Job streams are cancelled first (a job pushed after is yielded back to the broker, not activated).
-      await Promise.all([...workers.map(closeJobWorker), ...streams.map(({ stream }) => stream.close())]);
+      // No new activation: the open long polls are cancelled (a job the gateway has not yet sent
+      // goes to another worker) and job streams too (a job pushed after is yielded back to the broker).
+      await Promise.all([...pollers.map((p) => p.halt()), ...streams.map((stream) => stream.close())]);
       await idle;
       // A fallback poll under way as the stop began may have brought jobs since: they finish too.
       await state.stop();
-      await Promise.all([zeebe.close(), probe.close(), ...streams.map(({ grpc }) => grpc.close())]);
+      await zeebe.close();
     },
   };
 }
