@@ -50,31 +50,38 @@ export type CpuSnapshot = Map<number, { group: string; ms: number }>;
 const TICK_MS = 10;
 
 /**
- * Reads /proc: this process, its child processes (the transform processes), a Java process (an
- * engine), PostgreSQL backends by database (from their process titles), and everything else. Lets a
- * benchmark say where the CPU of a round went, which on a 2-core machine decides its throughput.
+ * Reads /proc: this process, the processes it started and theirs (a server process and its transform
+ * processes), a Java process (an engine), PostgreSQL backends by database (from their process
+ * titles), and everything else. Lets a benchmark say where the CPU of a round went, which on a
+ * 2-core machine decides its throughput.
  */
 export function cpuSnapshot(): CpuSnapshot {
   const snapshot: CpuSnapshot = new Map();
+  const read: { pid: number; ppid: number; ms: number; cmdline: string }[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const ppid = Number(fields[1]);
-      const ms = (Number(fields[11]) + Number(fields[12])) * TICK_MS;
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").replace(/\0/g, " ").trim();
-      const pid = Number(entry);
-      let group = "other";
-      if (pid === process.pid) group = "this process";
-      else if (ppid === process.pid && cmdline.includes("node")) group = "child processes";
-      else if (cmdline.includes("java")) group = "java";
-      else if (cmdline.startsWith("postgres:")) group = postgresGroup(cmdline);
-      else if (cmdline.includes("postgres")) group = "postgres (server)";
-      snapshot.set(pid, { group, ms });
+      read.push({ pid: Number(entry), ppid: Number(fields[1]), ms: (Number(fields[11]) + Number(fields[12])) * TICK_MS, cmdline });
     } catch {
       // the process ended while being read
     }
+  }
+  const parent = new Map(read.map((p) => [p.pid, p.ppid]));
+  const descends = (pid: number): boolean => {
+    for (let up = parent.get(pid), depth = 0; up !== undefined && up > 1 && depth < 32; up = parent.get(up), depth++) if (up === process.pid) return true;
+    return false;
+  };
+  for (const { pid, ms, cmdline } of read) {
+    let group = "other";
+    if (pid === process.pid) group = "this process";
+    else if (cmdline.includes("node") && descends(pid)) group = "child processes";
+    else if (cmdline.includes("java")) group = "java";
+    else if (cmdline.startsWith("postgres:")) group = postgresGroup(cmdline);
+    else if (cmdline.includes("postgres")) group = "postgres (server)";
+    snapshot.set(pid, { group, ms });
   }
   return snapshot;
 }
