@@ -4,6 +4,7 @@ import type { ZeebeSettings } from "../../src/config.js";
 import type { Logger } from "../../src/logger.js";
 import { reconnectDelayMs } from "../../src/tasks/outcome.js";
 import type { WorkerState } from "../../src/tasks/worker-state.js";
+import { errorText } from "../../src/errors.js";
 
 /** A job as the gateway sends it: variables and custom headers as JSON text. */
 interface ActivatedJobMessage {
@@ -212,7 +213,7 @@ export class JobStream {
       job = { key: message.key, retries: message.retries, variables: parsed.variables, customHeaders: parsed.customHeaders, tenantId: message.tenantId };
     } catch (err) {
       // As the SDK's job workers do: a job whose variables are not JSON fails, one retry fewer.
-      this.fail(message.key, message.retries, `the job's variables could not be parsed: ${err instanceof Error ? err.message : String(err)}`, Math.max(0, message.retries - 1));
+      this.fail(message.key, message.retries, `the job's variables could not be parsed: ${errorText(err)}`, Math.max(0, message.retries - 1));
       return;
     }
     if (via === "stream" && Number(message.deadline) <= Date.now()) {
@@ -321,6 +322,3 @@ export class JobStream {
   }
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

@@ -10,6 +10,7 @@ import { keepLocked } from "../../src/tasks/keep-locked.js";
 import { WorkerState } from "../../src/tasks/worker-state.js";
 import type { OutputVariables } from "../../src/tasks/tasks.js";
 import { jobGrpcClient, JobStream, type JobVia, type ReceivedJob } from "./stream.js";
+import { errorText } from "../../src/errors.js";
 
 const JOB_ACTION_ACKNOWLEDGEMENT = Zeebe.Types.JOB_ACTION_ACKNOWLEDGEMENT;
 
@@ -247,7 +248,7 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
     state.taskStarted();
     // The job timeout is extended while the job runs, as Camunda 7's lock is (Zeebe 8.5+).
     const timeout = keepLocked(() => probe.updateJobTimeout({ jobKey: job.key, timeout: settings.lockDurationMs }), settings.lockDurationMs, (err) =>
-      logger.warn("job timeout extension failed", { engine: "zeebe", taskId: job.key, error: err instanceof Error ? err.message : String(err) }),
+      logger.warn("job timeout extension failed", { engine: "zeebe", taskId: job.key, error: errorText(err) }),
     );
     try {
       const reporter: TaskReporter = {
