@@ -170,6 +170,8 @@ export interface DriverInternal {
 const knexPgPrototype = KnexPgClient.prototype as unknown as Record<string, unknown>;
 const knexPglitePrototype = (ClientPGLite as unknown as { prototype: Record<string, unknown> }).prototype;
 const isMethod = (prototype: Record<string, unknown>, name: string) => () => typeof prototype[name] === "function";
+/** A method of the class itself, not one inherited from knex's generic client (whose versions differ). */
+const isOwnMethod = (prototype: Record<string, unknown>, name: string) => () => Object.hasOwn(prototype, name) && typeof prototype[name] === "function";
 /** pg's wire connection of a client never connected (it opens nothing). */
 const pgWire = () => (new pg.Client() as unknown as PgConnection).connection;
 const pgClientSource = () => readFileSync(requireCjs.resolve("pg/lib/client.js"), "utf8");
@@ -189,9 +191,13 @@ async function knexRefusesDisposed(): Promise<boolean> {
 /** Every private member of knex, pg and knex-pglite this file relies on (checked by test/db/driver-internals.test.ts). */
 export const DRIVER_INTERNALS: readonly DriverInternal[] = [
   { member: `knex: ${KNEX_PG_CLIENT_PATH} (the PostgreSQL client class)`, use: "PostgresClient extends it", holds: () => typeof KnexPgClient === "function" },
-  { member: "knex: Client_PG#_query(connection, obj)", use: "PostgresClient overrides it; queryNamed calls it", holds: isMethod(knexPgPrototype, "_query") },
-  { member: "knex: Client_PG#_acquireOnlyConnection()", use: "PostgresClient names the connect time-out", holds: isMethod(knexPgPrototype, "_acquireOnlyConnection") },
-  { member: "knex: Client_PG#positionBindings(sql)", use: "numberPlaceholders", holds: isMethod(knexPgPrototype, "positionBindings") },
+  { member: "knex: Client_PG#_query(connection, obj)", use: "PostgresClient overrides it; queryNamed calls it", holds: isOwnMethod(knexPgPrototype, "_query") },
+  { member: "knex: Client_PG#_acquireOnlyConnection()", use: "PostgresClient names the connect time-out", holds: isOwnMethod(knexPgPrototype, "_acquireOnlyConnection") },
+  {
+    member: "knex: Client_PG#positionBindings(sql), numbering `?` as $1, $2, …",
+    use: "numberPlaceholders",
+    holds: () => isOwnMethod(knexPgPrototype, "positionBindings")() && (knexPgPrototype.positionBindings as (sql: string) => string)("a = ? and b = ?") === "a = $1 and b = $2",
+  },
   { member: "knex: Client#acquireConnection()", use: "withConnection (COPY, runPrepared)", holds: isMethod(knexPgPrototype, "acquireConnection") },
   { member: "knex: Client#releaseConnection(connection)", use: "withConnection (COPY, runPrepared)", holds: isMethod(knexPgPrototype, "releaseConnection") },
   { member: "knex: a pooled connection's __knex__disposed mark (Client#getPoolSettings().validate)", use: "dropConnection", holds: knexRefusesDisposed },
@@ -199,5 +205,5 @@ export const DRIVER_INTERNALS: readonly DriverInternal[] = [
   { member: "pg: Client#connection.stream.destroy()", use: "dropConnection closes the socket", holds: () => typeof pgWire()?.stream?.destroy === "function" },
   { member: `pg: the read time-out's message "${PG_READ_TIMEOUT}" (lib/client.js)`, use: "isReadTimeout", holds: () => pgClientSource().includes(`'${PG_READ_TIMEOUT}'`) },
   { member: "pg: the connect time-out's message \"timeout expired\" (lib/client.js)", use: "PostgresClient names the connect time-out", holds: () => pgClientSource().includes("'timeout expired'") },
-  { member: "knex-pglite: ClientPGLite#processResponse(obj, runner)", use: "EmbeddedClient overrides it", holds: isMethod(knexPglitePrototype, "processResponse") },
+  { member: "knex-pglite: ClientPGLite#processResponse(obj, runner)", use: "EmbeddedClient overrides it", holds: isOwnMethod(knexPglitePrototype, "processResponse") },
 ];
