@@ -46,8 +46,8 @@ export interface DefinitionGuard {
 type GuardedRow = Omit<OutputRow, "label"> & { label: number | null; current: boolean };
 
 /**
- * Runs a compiled query in the caller's tenant, as one statement inside a transaction that
- * carries the statement time-out. Going past either limit fails with a clear 422, never a partial answer.
+ * Runs a compiled query in the caller's tenant, as one statement within its limits (the backend's
+ * walk, src/db/backend.ts). Going past any limit fails with a clear 422, never a partial answer.
  */
 export async function executeQuery(
   session: GraphSession,
