@@ -123,6 +123,18 @@ export function isPassingFault(err: unknown): boolean {
   );
 }
 
+/**
+ * The text of anything thrown, for a log line or a message: an error's message, or its code where
+ * the message is empty (a refused connection to every address of a host), else its name.
+ */
+export function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  if (err.message !== "") return err.message;
+  const code = errorCode(err);
+  const inner = err instanceof AggregateError ? err.errors.map(errorText).filter((m) => m !== "") : [];
+  return inner[0] ?? code ?? err.name;
+}
+
 /** The detail of a write that still conflicted after its retries (a deadlock or serialization failure). */
 export const WRITE_CONFLICT_DETAIL = "the database detected a conflict between concurrent writes; retry";
 

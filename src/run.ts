@@ -2,6 +2,7 @@ import { ConfigError, configSecrets, loadConfig, type Config, type Role } from "
 import { createLogger, type Logger } from "./logger.js";
 import { Redactor } from "./secrets.js";
 import { createService, type Service } from "./service.js";
+import { errorText } from "./errors.js";
 
 /**
  * Starts the service and stops it cleanly on SIGTERM or SIGINT: no new work is taken, work in
@@ -21,7 +22,7 @@ export async function runService(config: Config, logger: Logger, afterStart?: (s
       const released = (state.starting ?? Promise.reject(new Error("not started"))).then((service) => service.abandon());
       const bounded = new Promise((resolve) => setTimeout(resolve, 2000).unref());
       Promise.race([released, bounded])
-        .catch((err: unknown) => logger.error("could not release the tasks in hand", { error: err instanceof Error ? err.message : String(err) }))
+        .catch((err: unknown) => logger.error("could not release the tasks in hand", { error: errorText(err) }))
         .finally(() => process.exit(1));
     }, config.shutdownTimeoutMs);
     deadline.unref();
@@ -33,7 +34,7 @@ export async function runService(config: Config, logger: Logger, afterStart?: (s
           process.exit(0);
         },
         (err: unknown) => {
-          logger.error("shutdown failed", { error: err instanceof Error ? err.message : String(err) });
+          logger.error("shutdown failed", { error: errorText(err) });
           process.exit(1);
         },
       );
@@ -64,7 +65,7 @@ export function exitOnStartFailure(err: unknown, config?: Config): never {
     process.stderr.write(`${redactor.redact(err.message)}\n`);
     process.exit(2);
   }
-  process.stderr.write(`${redactor.redact(`failed to start: ${err instanceof Error ? err.message : String(err)}`)}\n`);
+  process.stderr.write(`${redactor.redact(`failed to start: ${errorText(err)}`)}\n`);
   process.exit(1);
 }
 

@@ -10,6 +10,7 @@ import { releaseAllInHand, removeStaleInHand } from "./tasks/in-hand.js";
 import type { RunningWorker } from "./tasks/runner.js";
 import { startCamunda7Worker } from "../workers/camunda7/worker.js";
 import { startZeebeWorker } from "../workers/zeebe/worker.js";
+import { errorText } from "./errors.js";
 
 /** The running service: the one place that creates connections and wires the parts together. */
 export interface Service {
@@ -68,7 +69,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
       if (config.camunda7 !== undefined || config.zeebe !== undefined) {
         await removeStaleInHand(db.knex, new Date(Date.now() - TASKS_IN_HAND_HORIZON_MS)).then(
           (removed) => removed > 0 && logger.info("dropped stale rows of tasks_in_hand", { removed }),
-          (err: unknown) => logger.warn("could not drop stale rows of tasks_in_hand", { error: err instanceof Error ? err.message : String(err) }),
+          (err: unknown) => logger.warn("could not drop stale rows of tasks_in_hand", { error: errorText(err) }),
         );
       }
       workers.push(...startWorkers(config, services, db, logger, metrics));

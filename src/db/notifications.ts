@@ -1,6 +1,6 @@
 import type { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
-import { errorText } from "./database.js";
+import { errorText } from "../errors.js";
 
 /**
  * Notifications of one channel (PostgreSQL `LISTEN`). A payload arrives in the order the

@@ -6,6 +6,7 @@ import type { BucketJson } from "../timeseries/query.js";
 import { dropOldPayloads, dropWatchers, registerWatcher, renewWatchers, storedPayload, WATCH_TTL_MS, type StreamNotice } from "./publish.js";
 import { STREAM_CHANNEL, type StreamMessage } from "./messages.js";
 import { parseJson } from "../json.js";
+import { errorText } from "../errors.js";
 
 /** One connection's end of a subscription: it is handed each message as JSON text. */
 export interface Subscriber {
@@ -257,7 +258,7 @@ export class StreamHub {
       d.lastSent = text;
       await this.deliver(d.subscribers, { type: "bucket", itemId, bucket });
     } catch (err) {
-      this.options.onWarning?.("a derived item's latest bucket could not be computed", { itemId, error: err instanceof Error ? err.message : String(err) });
+      this.options.onWarning?.("a derived item's latest bucket could not be computed", { itemId, error: errorText(err) });
     } finally {
       d.running = false;
       if (d.again) {

@@ -6,6 +6,7 @@ import type { EngineName } from "./in-hand.js";
 import { defaultWorkerId } from "./outcome.js";
 import { describeReport, failureReport, inHandWorkerId, takeTask, UNREPORTED, type Handled, type TaskReport, type TakeOptions } from "./take.js";
 import type { OutputVariables, TaskContext } from "./tasks.js";
+import { errorText } from "../errors.js";
 
 /** An engine-neutral task (tasks.ts): the variables in, the output variables out. */
 export type TaskHandler = (services: Services, variables: Record<string, unknown>, context: TaskContext) => Promise<OutputVariables>;
@@ -118,7 +119,7 @@ export class TaskRunner {
       reported = true;
     } catch (err) {
       view = UNREPORTED;
-      logger.error(this.options.unreportedMessage, { engine, topic: task.topic, taskId: task.key, error: err instanceof Error ? err.message : String(err) });
+      logger.error(this.options.unreportedMessage, { engine, topic: task.topic, taskId: task.key, error: errorText(err) });
     } finally {
       await handled?.settle(reported);
       metrics?.finished(engine, task.topic, view.kind, view.code, (performance.now() - started) / 1000);

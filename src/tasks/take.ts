@@ -5,6 +5,7 @@ import type { TaskOutcomeKind } from "../metrics.js";
 import { forgetInHand, releaseInHand, takeInHand, type EngineName, type InHandRow } from "./in-hand.js";
 import { nextAttempt, taskOutcome } from "./outcome.js";
 import type { OutputVariables } from "./tasks.js";
+import { errorText } from "../errors.js";
 
 /** Failure code of a task met again after the process running it ended without reporting. */
 export const WORKER_ENDED = "WORKER_ENDED";
@@ -137,6 +138,3 @@ async function quietly(options: TakeOptions, task: TakenTask, clear: () => Promi
   }
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

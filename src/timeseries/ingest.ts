@@ -1,7 +1,7 @@
 import { setImmediate } from "node:timers/promises";
 import type { Knex } from "knex";
 import { compareKeys, writeTransaction } from "../db/write-retry.js";
-import { copyFromStdin, isPostgresKnex } from "../db/database.js";
+import { storageOf, type RowBatch, type Statement } from "../db/storage.js";
 import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.js";
 import { itemIngestKinds } from "../graph/items.js";
 import { publishEvents, tenantWatched } from "../streams/publish.js";
@@ -13,13 +13,6 @@ const BATCH = 5000;
 const MAX_LISTED = 100;
 /** Rows read between two turns of the event loop while a batch is being written. */
 const YIELD_EVERY = 500;
-/**
- * Rows per statement on the embedded database. PGlite runs a statement on this thread, in one go: a
- * batch of 5,000 rows held it 100–400 ms (up to 0.8 s measured on a loaded machine), and `/health`
- * with it (issue 24). A statement of 1,000 rows holds it 20–80 ms (at most 0.2 s measured there);
- * the event loop turns between two. Smaller statements cost throughput (500 rows: about a fifth).
- */
-const EMBEDDED_STATEMENT_ROWS = 1000;
 
 export interface IngestOptions {
   /** The item every event belongs to (`POST /items/{itemId}/events`); else each event names its own. */
@@ -244,19 +237,23 @@ const UPSERT = `on conflict (tenant, item_id, ts, source_id) do update set
  * a batch is written under a savepoint without `ON CONFLICT`; `ON CONFLICT … DO UPDATE`, which
  * makes re-sending idempotent, is used only when a stored event may have the same key — or when
  * the plain write meets one anyway (a concurrent upload of the same events), after rolling back
- * to the savepoint. On PostgreSQL an appending batch is `COPY`ed straight into `events` (COPY
- * writes a page of rows per WAL record, INSERT one record per row), and the others go by `COPY`
- * into a temporary staging table and `INSERT … SELECT … ON CONFLICT` from it; the embedded
- * database has no COPY from a client and takes the rows as arrays.
+ * to the savepoint. How the rows travel (COPY on PostgreSQL, arrays on the embedded database) is
+ * the backend's choice (src/db/backend.ts).
  */
 async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): Promise<number> {
   if (events.length === 0) return 0;
-  const postgres = isPostgresKnex(knex);
+  const storage = storageOf(knex);
+  const batch: RowBatch = {
+    table: "events",
+    columns: EVENT_COLUMNS,
+    size: events.length,
+    csv: () => csvLines(tenant, events),
+    select: (from, to) => arraysOf(tenant, events.slice(from, to)),
+  };
   if (await appendsOnly(knex, tenant, events)) {
     await knex.raw("savepoint ingest_batch");
     try {
-      if (postgres) await copyFromStdin(knex, `copy events (${EVENT_COLUMNS}) from stdin with (format csv)`, csvLines(tenant, events));
-      else await insertInSlices(knex, tenant, events, "");
+      await storage.appendRows(knex, batch);
       await knex.raw("release savepoint ingest_batch");
       return events.length;
     } catch (err) {
@@ -264,22 +261,8 @@ async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): P
       await knex.raw("rollback to savepoint ingest_batch");
     }
   }
-  if (postgres) {
-    await knex.raw(`create temporary table if not exists events_staging (like events) on commit drop`);
-    await knex.raw(`truncate events_staging`);
-    await copyFromStdin(knex, `copy events_staging (${EVENT_COLUMNS}) from stdin with (format csv)`, csvLines(tenant, events));
-    await knex.raw(`insert into events (${EVENT_COLUMNS}) select ${EVENT_COLUMNS} from events_staging ${UPSERT}`);
-  } else await insertInSlices(knex, tenant, events, UPSERT);
+  await storage.upsertRows(knex, batch, UPSERT);
   return events.length;
-}
-
-/** The embedded database's write: statements of {@link EMBEDDED_STATEMENT_ROWS} rows as arrays, the event loop turning between them. */
-async function insertInSlices(knex: Knex, tenant: string, events: EventRecord[], onConflict: string): Promise<void> {
-  for (let k = 0; k < events.length; k += EMBEDDED_STATEMENT_ROWS) {
-    if (k > 0) await setImmediate();
-    const source = arraysOf(tenant, events.slice(k, k + EMBEDDED_STATEMENT_ROWS));
-    await knex.raw(`insert into events (${EVENT_COLUMNS}) ${source.sql} ${onConflict}`, source.bindings);
-  }
 }
 
 /** A CSV field: quoted, inner quotes doubled (an empty unquoted field is NULL). */
@@ -314,7 +297,7 @@ function* csvLines(tenant: string, events: EventRecord[]): Generator<string> {
 }
 
 /** The batch as one array per column, unnested by the statement. */
-function arraysOf(tenant: string, events: EventRecord[]): { sql: string; bindings: Knex.RawBinding[] } {
+function arraysOf(tenant: string, events: EventRecord[]): Statement {
   const column = <T>(pick: (e: EventRecord) => T) => events.map(pick);
   const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
   return {

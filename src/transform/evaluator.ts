@@ -4,7 +4,7 @@
  * here defends against a runaway evaluation; it only reports what it computed, or why not.
  */
 import { LRUCache } from "lru-cache";
-import { ProblemError } from "../errors.js";
+import { errorText, ProblemError } from "../errors.js";
 import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNotice, EventsReply } from "./protocol.js";
 import { compileTransform, evaluateTransform, resultSizeProblem, type CompiledTransform } from "./transform.js";
 import { parseJson } from "../json.js";
@@ -68,7 +68,7 @@ function compile(task: EvaluationTask): CompiledTransform {
 function toProblem(err: unknown): EvaluationProblem {
   if (err instanceof EventsProblem) return { ...err.problem, fromEvents: true };
   if (err instanceof ProblemError) return { code: err.code, message: err.message, ...(err.errors !== undefined ? { errors: err.errors } : {}) };
-  return { code: "TRANSFORM_FAILED", message: `the transform failed: ${err instanceof Error ? err.message : String(err)}` };
+  return { code: "TRANSFORM_FAILED", message: `the transform failed: ${errorText(err)}` };
 }
 
 export default async function evaluate(task: EvaluationTask): Promise<EvaluationAnswer> {

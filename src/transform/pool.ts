@@ -9,7 +9,7 @@
  */
 import { availableParallelism } from "node:os";
 import { Tinypool, type TinypoolChannel } from "tinypool";
-import { ProblemError, toProblemError } from "../errors.js";
+import { errorText, ProblemError, toProblemError } from "../errors.js";
 import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNotice, EventsCall, EventsReply, TransformInput } from "./protocol.js";
 import { DECLINED } from "./projection.js";
 import { resultSizeProblem, type CompiledTransform } from "./transform.js";
@@ -221,7 +221,7 @@ export class TransformPool {
 
   private processFailure(err: unknown): ProblemError {
     if (this.closed) return shuttingDown(err);
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorText(err);
     if (/queue is at limit|no task queue available/i.test(message)) {
       return new ProblemError("UNAVAILABLE", "every transform process is busy and the queue is full; retry later", { cause: err });
     }

@@ -5,6 +5,8 @@
  * regular expression is not decided here: the caller says (see parser-mode.ts).
  */
 
+import { errorText } from "../errors.js";
+
 interface TokenSpan {
   /** Offset of the token's first character. */
   start: number;
@@ -152,7 +154,7 @@ function scanRegex(text: string, start: number, regexAllowed: boolean): Token {
       try {
         new RegExp(pattern, `${flags}g`);
       } catch (err) {
-        throw new LexicalError(err instanceof Error ? err.message : String(err), undefined, start, start);
+        throw new LexicalError(errorText(err), undefined, start, start);
       }
       return { kind: "regex", value: { pattern, flags }, start, end, regexAllowed };
     }

@@ -1,6 +1,7 @@
 import { BasicAuthInterceptor, type Interceptor } from "camunda-external-task-client-js";
 import type { Camunda7Auth, ClientCredentials } from "../../src/config.js";
 import { Redactor, redactUrl } from "../../src/secrets.js";
+import { errorText } from "../../src/errors.js";
 
 /**
  * How the worker authenticates to the Camunda 7 REST API (CAMUNDA_AUTH): an interceptor of
@@ -105,7 +106,7 @@ export class ClientCredentialsToken {
       res = await fetch(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" }, body, signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS) });
     } catch (err) {
       // fetch quotes the URL it refused (one with userinfo, say): the message is redacted.
-      const reason = new Redactor([clientSecret.reveal()]).redact(err instanceof Error ? err.message : String(err));
+      const reason = new Redactor([clientSecret.reveal()]).redact(errorText(err));
       // No cause attached: it quotes the URL in clear.
       // eslint-disable-next-line preserve-caught-error
       throw new Error(`the token endpoint ${where} could not be reached: ${reason}`);

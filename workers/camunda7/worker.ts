@@ -7,6 +7,7 @@ import { keepLocked } from "../../src/tasks/keep-locked.js";
 import { WorkerState } from "../../src/tasks/worker-state.js";
 import type { Services } from "../../src/services.js";
 import { engineAuthorization } from "./auth.js";
+import { errorText } from "../../src/errors.js";
 
 /**
  * Subscribes to the two topics and runs each task through the task runner (src/tasks/runner.ts).
@@ -58,7 +59,7 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
   client.on("poll:error", (err: unknown) => {
     state.pollEnded();
     // A lost engine connection: said once per outage, retried with an exponential back-off (0.5 s … 30 s).
-    const error = err instanceof Error ? err.message : String(err);
+    const error = errorText(err);
     if (state.unreachable()) logger.warn("camunda 7 unreachable; retrying", { engine: "camunda7", workerId, error });
     else logger.debug("camunda 7 still unreachable", { engine: "camunda7", workerId, failedPolls: state.failedTries, error });
     if (state.stopping) return;
@@ -118,7 +119,7 @@ function reporter(task: Task, taskService: TaskService, releaseLock: () => void)
       try {
         await taskService.complete(task, jsonVariables(output));
       } catch (err) {
-        if (isEngineAnswer(err)) throw new CompletionRefused(err instanceof Error ? err.message : String(err));
+        if (isEngineAnswer(err)) throw new CompletionRefused(errorText(err));
         throw err;
       }
     },

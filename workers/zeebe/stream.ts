@@ -4,6 +4,7 @@ import type { Logger } from "../../src/logger.js";
 import { reconnectDelayMs } from "../../src/tasks/outcome.js";
 import type { WorkerState } from "../../src/tasks/worker-state.js";
 import { readJob, type ActivatedJobMessage, type GatewayClient, type ReceivedJob } from "./gateway-client.js";
+import { errorText } from "../../src/errors.js";
 
 export type JobVia = "stream" | "poll";
 
@@ -152,7 +153,7 @@ export class JobStream {
       job = readJob(message);
     } catch (err) {
       // As the SDK's job workers do: a job whose variables are not JSON fails, one retry fewer.
-      this.fail(message.key, message.retries, `the job's variables could not be parsed: ${err instanceof Error ? err.message : String(err)}`, Math.max(0, message.retries - 1));
+      this.fail(message.key, message.retries, `the job's variables could not be parsed: ${errorText(err)}`, Math.max(0, message.retries - 1));
       return;
     }
     if (via === "stream" && Number(message.deadline) <= Date.now()) {
@@ -259,6 +260,3 @@ export class JobStream {
   }
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

@@ -11,6 +11,7 @@ import type { OutputVariables } from "../../src/tasks/tasks.js";
 import { GatewayClient, GrpcStatus, type ReceivedJob, type ZeebeConnection } from "./gateway-client.js";
 import { JobPoller } from "./poller.js";
 import { JobStream, type JobVia } from "./stream.js";
+import { errorText } from "../../src/errors.js";
 
 export type { ZeebeConnection } from "./gateway-client.js";
 
@@ -186,7 +187,7 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
     // The job timeout is extended while the job runs, as Camunda 7's lock is (Zeebe 8.5+); each
     // extension asked once (a failed one is tried again a third of a job timeout later).
     const timeout = keepLocked(() => zeebe.updateJobTimeout({ jobKey: job.key, timeout: settings.lockDurationMs }), settings.lockDurationMs, (err) =>
-      logger.warn("job timeout extension failed", { engine: "zeebe", taskId: job.key, error: err instanceof Error ? err.message : String(err) }),
+      logger.warn("job timeout extension failed", { engine: "zeebe", taskId: job.key, error: errorText(err) }),
     );
     /** The report on its way: the job's slot is free (its work is done; the gateway takes the report with the next activation). */
     const sent = <T>(report: Promise<T>): Promise<T> => {
@@ -227,10 +228,10 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
       activated: () => (refusals = 0),
       failed: onActivationFailed,
       unreadable: (message, err) => {
-        const errorMessage = `the job's variables could not be parsed: ${err instanceof Error ? err.message : String(err)}`;
+        const errorMessage = `the job's variables could not be parsed: ${errorText(err)}`;
         logger.warn("zeebe job whose variables could not be parsed; failed, one retry fewer", { engine: "zeebe", taskId: message.key, error: errorMessage });
         zeebe.failJob({ jobKey: message.key, errorMessage, retries: Math.max(0, message.retries - 1), retryBackOff: 0 }, report).catch((failed: unknown) =>
-          logger.warn("could not fail the zeebe job; it is activated again after its job timeout", { engine: "zeebe", taskId: message.key, error: failed instanceof Error ? failed.message : String(failed) }),
+          logger.warn("could not fail the zeebe job; it is activated again after its job timeout", { engine: "zeebe", taskId: message.key, error: errorText(failed) }),
         );
       },
     });

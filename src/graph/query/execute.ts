@@ -1,5 +1,5 @@
-import type { Knex } from "knex";
-import { isPostgresKnex, runPrepared, type GraphSession } from "../../db/database.js";
+import type { GraphSession } from "../../db/options.js";
+import { walkGraph, WALK_BUDGET_EXCEEDED, WALK_TIMED_OUT, type Statement, type Walk } from "../../db/storage.js";
 import { ProblemError, type ProblemCode } from "../../errors.js";
 import { entityJson, type EntityJson, type EntityRow } from "../entity.js";
 import type { CompiledQuery, QueryParameters } from "./compiler.js";
@@ -27,8 +27,6 @@ interface OutputRow extends Partial<EntityRow> {
   matches: number;
 }
 
-const QUERY_CANCELED = "57014";
-const WORK_BUDGET_EXCEEDED = "GQ001";
 /** The default work budget: this many visited rows per allowed match row (10,000 rows: 500,000 visits, about 2 s of the embedded database). */
 export const VISITS_PER_MATCH_ROW = 50;
 
@@ -48,8 +46,8 @@ export interface DefinitionGuard {
 type GuardedRow = Omit<OutputRow, "label"> & { label: number | null; current: boolean };
 
 /**
- * Runs a compiled query in the caller's tenant, as one statement inside a transaction that
- * carries the statement time-out. Going past either limit fails with a clear 422, never a partial answer.
+ * Runs a compiled query in the caller's tenant, as one statement within its limits (the backend's
+ * walk, src/db/backend.ts). Going past any limit fails with a clear 422, never a partial answer.
  */
 export async function executeQuery(
   session: GraphSession,
@@ -98,59 +96,32 @@ async function runStatement(
 ): Promise<OutputRow[]> {
   const failureCode = limits.failureCode ?? "TRANSFORM_FAILED";
   const maxVisits = limits.maxVisits ?? limits.maxRows * VISITS_PER_MATCH_ROW;
-  const statement = (budgeted: boolean, bindings: unknown[]) => {
-    if (guard === undefined) return { sql: budgeted ? compiled.budgetedSql : compiled.sql, bindings: bindings as Knex.RawBinding[] };
+  const statement = (budgeted: boolean, bindings: unknown[]): Statement => {
+    if (guard === undefined) return { sql: budgeted ? compiled.budgetedSql : compiled.sql, bindings: bindings as Statement["bindings"] };
     const gated = compiled.gated(DEFINITION_GATE);
-    return { sql: budgeted ? gated.budgetedSql : gated.sql, bindings: [tenant, guard.externalId, guard.id, guard.updatedAt, ...bindings] as Knex.RawBinding[] };
+    return { sql: budgeted ? gated.budgetedSql : gated.sql, bindings: [tenant, guard.externalId, guard.id, guard.updatedAt, ...bindings] as Statement["bindings"] };
   };
-  let rows: OutputRow[];
+  const walk: Walk = {
+    timed: () => statement(false, compiled.bind({ tenant, params, maxRows: limits.maxRows })),
+    budgeted: (visits) => statement(true, compiled.bindBudgeted({ tenant, params, maxRows: limits.maxRows, maxVisits: visits })),
+  };
   try {
-    if (session.presetTimeoutMs === limits.timeoutMs && session.workBudget !== true) {
-      // The pool's connections carry statement_timeout and the planner settings
-      // (GRAPH_SESSION_SETTINGS): one round trip, of a statement prepared and planned once per connection.
-      const run = statement(false, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
-      rows = isPostgresKnex(session.knex)
-        ? await runPrepared<OutputRow>(session.knex, run.sql, run.bindings)
-        : ((await session.knex.raw(run.sql, run.bindings)) as { rows: OutputRow[] }).rows;
-    } else if (session.workBudget === true) {
-      // Nothing can interrupt a statement here: the statement counts the rows it visits and
-      // stops itself past the budget. The count starts from zero for every query (one connection).
-      const run = statement(true, compiled.bindBudgeted({ tenant, params, maxRows: limits.maxRows, maxVisits }));
-      rows = await session.knex.transaction(async (trx) => {
-        // No Memoize or Materialize: a step served from a cache would not be counted.
-        await trx.raw(
-          "select set_config('join_collapse_limit', '1', true), set_config('enable_memoize', 'off', true), " +
-            "set_config('enable_material', 'off', true), setval('graph_work_visits', 0)",
-        );
-        return ((await trx.raw(run.sql, run.bindings)) as { rows: OutputRow[] }).rows;
-      });
-    } else {
-      const run = statement(false, compiled.bind({ tenant, params, maxRows: limits.maxRows }));
-      rows = await session.knex.transaction(async (trx) => {
-        // join_collapse_limit = 1: PostgreSQL keeps the join order the compiler wrote (and skips
-        // searching for another: planning a 13-relation walk otherwise takes longer than running it).
-        await trx.raw("select set_config('statement_timeout', ?, true), set_config('join_collapse_limit', '1', true)", [
-          `${Math.max(1, Math.floor(limits.timeoutMs))}ms`,
-        ]);
-        return ((await trx.raw(run.sql, run.bindings)) as { rows: OutputRow[] }).rows;
-      });
-    }
+    return await walkGraph<OutputRow>(session, walk, { timeoutMs: limits.timeoutMs, maxVisits });
   } catch (err) {
-    if ((err as { code?: string }).code === WORK_BUDGET_EXCEEDED) {
+    if ((err as { code?: string }).code === WALK_BUDGET_EXCEEDED) {
       throw new ProblemError(
         failureCode,
         `the graph query visited more than ${maxVisits} rows of the graph (its work limit on the embedded database) and was stopped; narrow it down`,
         { cause: err },
       );
     }
-    if ((err as { code?: string }).code === QUERY_CANCELED) {
+    if ((err as { code?: string }).code === WALK_TIMED_OUT) {
       throw new ProblemError(failureCode, `the graph query ran longer than ${limits.timeoutMs} ms (QUERY_TIMEOUT_MS) and was stopped`, {
         cause: err,
       });
     }
     throw err;
   }
-  return rows;
 }
 
 /** The query output of the statement's rows, or the row limit's 422. */

@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { ProblemError } from "../../errors.js";
+import { errorText, ProblemError } from "../../errors.js";
 import type { App, ServerDeps } from "../types.js";
 
 /**
@@ -55,7 +55,7 @@ export function healthRoutes(app: App, { db, metrics, workers }: ServerDeps): vo
           await check();
           checks[name] = { status: "up" };
         } catch (err) {
-          const message = name === "database" ? `the database does not answer: ${databaseFaultReason(err)}` : err instanceof Error ? err.message : String(err);
+          const message = name === "database" ? `the database does not answer: ${databaseFaultReason(err)}` : errorText(err);
           checks[name] = { status: "down", error: message };
           errors.push({ path: name, message });
         }

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { RawData, WebSocket } from "ws";
-import { ProblemError, toProblemError } from "../../errors.js";
+import { errorText, ProblemError, toProblemError } from "../../errors.js";
 import { UUID } from "../../input.js";
 import { instant } from "../../timeseries/events.js";
 import { mayActIn, type Principal } from "../auth.js";
@@ -79,7 +79,7 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
     subscribe(connection, request, itemIds, since).catch((err: unknown) => {
       if (err instanceof StreamRefusal) return connection.close(err.code, err.message);
       const problem = toProblemError(err);
-      logger.warn("stream failed", { code: problem.code, error: err instanceof Error ? err.message : String(err) });
+      logger.warn("stream failed", { code: problem.code, error: errorText(err) });
       connection.close(problem.status === 503 ? 1013 : CLOSE.internal, problem.status === 503 ? "the database is unavailable; try again later" : "the stream failed");
     });
   };
@@ -171,7 +171,7 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
       connection.socket.send(JSON.stringify({ type: "reauthenticated", expiresAt }));
     } catch (err) {
       if (err instanceof StreamRefusal) return connection.close(err.code, err.message);
-      logger.warn("stream renewal failed", { error: err instanceof Error ? err.message : String(err) });
+      logger.warn("stream renewal failed", { error: errorText(err) });
       connection.close(CLOSE.internal, "the stream failed");
     }
   };
