@@ -13,7 +13,7 @@ export const authSettings = {
   publicKey: setting({
     env: "JWT_PUBLIC_KEY",
     kind: text,
-    absent: "`JWT_SECRET` is used",
+    absent: "none",
     doc: "PEM public key of the tokens: RSA → RS256, P-256 → ES256 (`\\n` escapes accepted).",
   }),
   userClaim: setting({ env: "JWT_USER_CLAIM", kind: text, default: "sub", doc: "Claim holding the user id (`${userId}`)." }),
@@ -34,7 +34,11 @@ export const authSettings = {
   }),
 };
 
-export const authGroup: Group = { title: "Authentication", settings: authSettings };
+export const authGroup: Group = {
+  title: "Authentication",
+  about: "How the REST API checks bearer tokens. The workers alone (`npm run worker`) serve no API and need no key.",
+  settings: authSettings,
+};
 
 type AuthValues = Values<typeof authSettings>;
 

@@ -66,7 +66,7 @@ const tenantIdList: Kind<string[]> = {
         `${name} must be a comma-separated list of tenant ids, each <default> or 1 to 31 letters, digits, _, - or .`,
       )
       .transform((ids) => (ids === undefined ? undefined : [...new Set(ids)])),
-  allowed: "comma-separated tenant ids, each `<default>` or 1–31 of `A-Z a-z 0-9 _ - .`",
+  allowed: "comma-separated ids: `<default>` or 1–31 of `A-Z a-z 0-9 _ - .`",
 };
 
 const SDK = "the SDK's name";
@@ -84,7 +84,7 @@ export const zeebeDeclarations = {
     kind: flag,
     aliases: [
       { env: "CAMUNDA_SECURE_CONNECTION", note: SDK },
-      { env: "ZEEBE_GRPC_ADDRESS", kind: grpcScheme, label: "the scheme of ZEEBE_GRPC_ADDRESS (grpcs:// is TLS, grpc:// plaintext)", note: "its scheme: `grpcs://` is TLS" },
+      { env: "ZEEBE_GRPC_ADDRESS", kind: grpcScheme, label: "the scheme of ZEEBE_GRPC_ADDRESS (grpcs:// is TLS, grpc:// plaintext)", note: "its scheme" },
     ],
     default: false,
     doc: "`true`: TLS to the gateway; `false`: plaintext.",
@@ -132,7 +132,7 @@ export const zeebeDeclarations = {
     env: "ZEEBE_TOKEN_AUDIENCE",
     kind: text,
     aliases: [{ env: "CAMUNDA_ZEEBE_OAUTH_AUDIENCE", note: SDK }],
-    absent: "none sent (the SDK's default, `zeebe.camunda.io`)",
+    absent: "none sent: the SDK's, `zeebe.camunda.io`",
     doc: "The `audience` parameter of the token request (`OAUTH`, optional).",
   }),
   scope: setting({ env: "CAMUNDA_TOKEN_SCOPE", kind: text, absent: "none sent", doc: "The `scope` parameter of the token request (`OAUTH`, optional)." }),
@@ -143,7 +143,8 @@ export const zeebeDeclarations = {
     env: "ZEEBE_TENANT_IDS",
     kind: tenantIdList,
     absent: "the gateway's default tenant",
-    doc: "The tenants whose jobs the workers activate; needs a multi-tenant cluster (Identity).",
+    doc: "Tenants whose jobs the workers activate.",
+    notes: "Tenants need a multi-tenant cluster (Identity).",
   }),
   streamJobs: setting({
     env: "ZEEBE_STREAM_JOBS",
