@@ -3,9 +3,9 @@
  * kind with bounds, default, doc); the `Config` type, the defaults, the checks and
  * docs/reference/configuration.md (`npm run docs:config`) are derived from those declarations.
  */
-export { authSettings, type AuthConfig } from "./config/auth.js";
+export { type AuthConfig } from "./config/auth.js";
 export { camunda7Settings, type Camunda7Auth, type Camunda7Settings } from "./config/camunda7.js";
-export { databaseSettings, databaseTimeoutSettings, type DatabaseTimeouts } from "./config/database.js";
+export { type DatabaseTimeouts } from "./config/database.js";
 export { processEnvironment } from "./config/environment.js";
 export { ConfigError, configSecrets, loadConfig, SETTING_GROUPS, type Config } from "./config/load.js";
 export { type LogLevel, type Role } from "./config/server.js";
