@@ -167,7 +167,7 @@ export const zeebeGroup: Group = {
   settings: zeebeDeclarations,
 };
 
-/** The PEM files of the worker's certificate chain and private key (their paths: the files are read by the SDK). */
+/** The PEM files of the worker's certificate chain and private key (their paths: the files are read by the worker's gRPC client, workers/zeebe/gateway-client.ts). */
 export interface ZeebeClientCertificate {
   certChainPath: string;
   privateKeyPath: string;

@@ -5,13 +5,6 @@ import { REPOSITORY } from "./tiers.js";
 /** The longest line allowed outside a code block of the documentation (issue 26). */
 export const MAX_LINE = 200;
 
-/**
- * Links allowed to point at a file this branch does not hold: docs/reference/configuration.md is
- * generated from the settings' one declaration (`npm run docs:config`) on another branch, and exists
- * once that is merged.
- */
-export const GENERATED_ELSEWHERE = new Set(["docs/reference/configuration.md"]);
-
 /** The documentation's markdown files, as paths from the root: README.md, every file under docs/, bench/RESULTS.md. */
 export function documentationFiles(root = REPOSITORY): string[] {
   const docs = readdirSync(join(root, "docs"), { recursive: true, encoding: "utf8" })
@@ -69,7 +62,7 @@ export function markdownProblems(file: string, text: string, read: (path: string
       const linked = path === "" ? file : posix.normalize(posix.join(dirname(file), path));
       const linkedText = path === "" ? text : read(linked);
       if (linkedText === undefined) {
-        if (!GENERATED_ELSEWHERE.has(linked)) problems.push(`${file}:${line} links to ${target}: ${linked} does not exist`);
+        problems.push(`${file}:${line} links to ${target}: ${linked} does not exist`);
         continue;
       }
       if (anchor !== undefined && anchor !== "" && linked.endsWith(".md") && !headingAnchors(linkedText).has(anchor)) {
