@@ -1,5 +1,6 @@
 import { all, create, type MathNode } from "mathjs";
-import { compileToClosures, LeavesRealNumbers, recordFill, type MathNamespace, type Registers, type Value } from "./expression-closures.js";
+import { compileToClosures, LeavesRealNumbers, type MathNamespace, type Registers, type Value } from "./expression-closures.js";
+import { recordFill } from "./record-fill.js";
 import { expressionSizeProblem, type ExpressionLimits } from "./expression-size.js";
 
 /** Variables every expression may use besides its scope names (spec §2.2). */

@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import fc from "fast-check";
-import { compileToClosures, LeavesRealNumbers, recordFill, type Registers, type Value } from "../../src/calculation/expression-closures.js";
+import { compileToClosures, LeavesRealNumbers, type Registers, type Value } from "../../src/calculation/expression-closures.js";
+import { recordFill } from "../../src/calculation/record-fill.js";
 import { ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, compileExpression, evaluateWithMathjs, INTERNAL_VARIABLES, NAMESPACE, parseExpression } from "../../src/calculation/expression.js";
 import { EXPRESSION_LIMIT_CEILINGS } from "../../src/calculation/expression-size.js";
 

@@ -75,3 +75,17 @@ describe("import circles in src/", () => {
     expect(importCircles(new Map([["a", ["b"]], ["b", ["c"]], ["c", []]]))).to.deep.equal([]);
   });
 });
+
+/** The longest a source file of the service (src/, workers/) may be: past it, a file holds more than one job. */
+const MAX_SOURCE_LINES = 400;
+
+describe("source files", () => {
+  it(`are at most ${MAX_SOURCE_LINES} lines each (src/, workers/)`, () => {
+    const files = [...sourceFiles(SOURCE), ...sourceFiles(join(REPOSITORY, "workers"))];
+    expect(files.length).to.be.greaterThan(50);
+    const long = files
+      .map((file) => ({ file, lines: readFileSync(join(REPOSITORY, file), "utf8").split("\n").length - 1 }))
+      .filter((f) => f.lines > MAX_SOURCE_LINES);
+    expect(long).to.deep.equal([]);
+  });
+});
