@@ -51,12 +51,14 @@ type DecodedBody = Transform & { receivedEncodedLength: number };
 
 /**
  * preParsing: a body sent with `Content-Encoding` gzip, deflate or br (or several, in the order
- * applied) is decoded as it streams in; `limit` then holds for the *decoded* bytes — a small body
- * that inflates past it (a zip bomb) is a `413`, and decoding stops there. Bodies of the
- * `streamed` types (NDJSON, CSV uploads) have no total limit, only their line limit. Any other
+ * applied) is decoded as it streams in, and `limit` holds for the *decoded* bytes, every one of
+ * them (blank lines too), whatever the body's type: a small body that inflates past it (a zip bomb)
+ * is a `413`, and decoding stops at the chunk that crosses it. An NDJSON or CSV upload sent as it
+ * is streams without a total limit (its bytes cost its sender as much as the server); encoded, it
+ * is bounded like any other body, and refused whole (its transaction rolled back). Any other
  * encoding is a `415` naming `headers.content-encoding`; text that does not decode, a `400`.
  */
-export function decodeContentEncoding(limit: number, streamed: ReadonlySet<string>) {
+export function decodeContentEncoding(limit: number) {
   return async (request: FastifyRequest, _reply: unknown, payload: Readable): Promise<Readable | undefined> => {
     const header = request.headers["content-encoding"];
     if (header === undefined || request.headers["content-type"] === undefined) return undefined;
@@ -69,8 +71,7 @@ export function decodeContentEncoding(limit: number, streamed: ReadonlySet<strin
         errors: [{ path: "headers.content-encoding", message: `"${unknown}" is not supported; only gzip, deflate and br` }],
       });
     }
-    const type = request.headers["content-type"].split(";")[0]!.trim().toLowerCase();
-    return decodedBody(payload, codings, streamed.has(type) ? Infinity : limit);
+    return decodedBody(payload, codings, limit);
   };
 }
 
@@ -88,7 +89,13 @@ function decodedBody(payload: Readable, codings: string[], limit: number): Decod
       decodedBytes += chunk.length;
       if (decodedBytes > limit) {
         done();
-        stop(new ProblemError("INVALID_REQUEST", `the request body, decoded from its Content-Encoding, is larger than the limit of ${limit} bytes (BODY_LIMIT_BYTES)`, { status: 413 }));
+        const most = `${limit} bytes, the most BODY_LIMIT_BYTES allows`;
+        stop(
+          new ProblemError("INVALID_REQUEST", `the request body, decoded from its Content-Encoding, is larger than ${most}; nothing was stored`, {
+            status: 413,
+            errors: [{ path: "body", message: `decoded, it is larger than ${most}` }],
+          }),
+        );
         return;
       }
       done(null, chunk);

@@ -10,7 +10,7 @@ import { readTenant } from "./request.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
 import { calculationRoutes } from "./routes/calculations.js";
 import { consoleRoutes } from "./routes/console.js";
-import { eventRoutes, STREAMED_UPLOADS } from "./routes/events.js";
+import { eventRoutes } from "./routes/events.js";
 import { graphRoutes } from "./routes/graph.js";
 import { healthRoutes } from "./routes/health.js";
 import { streamRoutes } from "./routes/streams.js";
@@ -73,7 +73,7 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
 
   // After the access checks, before anything reads the body as text or data (docs/reference/input-limits.md).
   app.addHook("preParsing", refuseForeignCharset);
-  app.addHook("preParsing", decodeContentEncoding(config.bodyLimitBytes, STREAMED_UPLOADS));
+  app.addHook("preParsing", decodeContentEncoding(config.bodyLimitBytes));
   app.addHook("preValidation", refuseFaultyText);
 
   app.addHook("onResponse", async (request, reply) => {

@@ -13,8 +13,6 @@ import { Bucket, DateRangeBody, QueryOptionsBody, Uuid } from "../schemas.js";
 
 const NDJSON = "application/x-ndjson";
 const CSV = "text/csv";
-/** The upload types read as streams, without a total size limit (their lines are bounded). */
-export const STREAMED_UPLOADS: ReadonlySet<string> = new Set([NDJSON, CSV]);
 
 /** Where an upload's rows come from: the parsed JSON body, or the request stream for NDJSON and CSV. */
 function uploadRows(contentType: string | undefined, body: unknown, maxLineBytes: number): { rows: AsyncIterable<unknown> | Iterable<unknown>; numericStrings: boolean } {
