@@ -96,6 +96,64 @@ describe("live streams: a stream lives no longer than its token", function () {
     await sub.until((c) => c.events.length === 1, "an event after the first token's exp");
   });
 
+  it("handles a renewal sent before the server said subscribed, in the order sent (first message or headers)", async () => {
+    const first = await shortToken(2);
+    const renewed = await shortToken(600);
+    // A browser sends its auth message and, at once, a renewal: both before `subscribed`.
+    const browser = client(undefined);
+    browser.send({ type: "auth", token: first.token, tenant });
+    browser.send({ type: "auth", token: renewed.token, tenant });
+    // Opened with headers: the renewal is the first message, sent as soon as the socket opens.
+    const headers = client(first.token);
+    headers.send({ type: "auth", token: renewed.token });
+    const expiresAt = new Date((renewed.exp + SKEW_SECONDS) * 1000).toISOString();
+    for (const sub of [browser, headers]) {
+      await sub.subscribed();
+      await sub.until((c) => c.messages.some((m) => m.type === "reauthenticated"), "reauthenticated");
+      expect(sub.messages.find((m) => m.type === "reauthenticated")).to.deep.equal({ type: "reauthenticated", expiresAt });
+    }
+    await sleepUntil((first.exp + SKEW_SECONDS) * 1000 + 500);
+    await call(base, admin, tenant, "POST", `/items/${item}/events`, { events: eventsFrom(T0, 1, 4) });
+    for (const sub of [browser, headers]) {
+      await sub.until((c) => c.events.length === 1, "an event after the first token's exp");
+      expect(sub.socket.readyState).to.equal(sub.socket.OPEN);
+    }
+  });
+
+  it("closes the stream with 4401 naming the problem when an auth message is malformed: no token, a token or tenant that is not text; before or after subscribed", async () => {
+    const shape = 'send {"type":"auth","token":"<JWT>","tenant":"<tenant>"}';
+    const malformed = [
+      [{ type: "auth" }, `the auth message has no token; ${shape}`],
+      [{ type: "auth", token: 42, tenant }, `the auth message has a token that is not a JWT string; ${shape}`],
+      [{ type: "auth", token: "" }, `the auth message has a token that is not a JWT string; ${shape}`],
+      [{ type: "auth", token: { jwt: admin } }, `the auth message has a token that is not a JWT string; ${shape}`],
+      [{ type: "auth", token: admin, tenant: [tenant] }, `the auth message has a tenant that is not a string; ${shape}`],
+    ] as const;
+    const open = (sub: StreamClient) => Promise.race([sub.closed, new Promise((resolve) => setTimeout(() => resolve("still open after 5 s"), 5000))]);
+    // After `subscribed`, on a stream opened with headers.
+    const after = malformed.map(() => client(admin));
+    await Promise.all(after.map((s) => s.subscribed()));
+    after.forEach((s, i) => s.send(malformed[i]![0]));
+    // Before it: sent right behind a valid first message; and as the first message itself.
+    const before = malformed.map(([message]) => {
+      const sub = client(undefined);
+      sub.send({ type: "auth", token: admin, tenant });
+      sub.send(message);
+      return sub;
+    });
+    const asFirst = malformed.map(([message]) => {
+      const sub = client(undefined);
+      sub.send(message);
+      return sub;
+    });
+    const expected = malformed.map(([, reason]) => ({ code: 4401, reason }));
+    expect(await Promise.all(after.map(open))).to.deep.equal(expected);
+    expect(await Promise.all(before.map(open))).to.deep.equal(expected);
+    expect(await Promise.all(asFirst.map(open))).to.deep.equal(expected);
+    expect(after.every((s) => s.messages.every((m) => m.type === "subscribed"))).to.equal(true);
+    expect(asFirst.every((s) => s.messages.length === 0)).to.equal(true);
+  });
+
   it("closes the stream when a renewal is refused: another tenant, a token not naming it or without admin (4403), a bad or expired token (4401)", async () => {
     const expired = await hsToken({ roles: ["admin"], expiresIn: Math.floor(Date.now() / 1000) - 3600 });
     const renewals = [

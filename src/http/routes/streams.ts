@@ -63,7 +63,8 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
     'or by a first message {"type":"auth","token":"<JWT>","tenant":"<tenant>"} within 5 s. The token needs the admin role. ' +
     'Server messages: {"type":"event","itemId","event"} and, for a CALCULATE item, {"type":"bucket","itemId","bucket"}. ' +
     "A stream is closed with 4401 when its token's exp (plus the clock skew) passes, unless renewed before by a further " +
-    '{"type":"auth","token":"<JWT>"} message (answered {"type":"reauthenticated","expiresAt"}; a token of another tenant closes it with 4403). ' +
+    '{"type":"auth","token":"<JWT>"} message, sent at any time after the first (answered {"type":"reauthenticated","expiresAt"}; ' +
+    "a token of another tenant closes it with 4403, a malformed auth message or a refused token with 4401). " +
     "Close codes: 4400 bad request, 4401 unauthenticated or expired, 4403 forbidden, 4404 unknown item, 4408 too slow, 1001 going away. " +
     "Without an upgrade: 426.";
   const upgradeRequired = async () => {
@@ -76,7 +77,25 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
     );
     connections.add(connection);
     socket.once("close", () => connections.delete(connection));
-    subscribe(connection, request, itemIds, since).catch((err: unknown) => {
+    // Every message is read from the upgrade on, in the order sent: without an Authorization
+    // header the first is the auth message; each later auth message is a renewal, handled once the
+    // stream is authenticated — before `subscribed` too — one after the other.
+    let first: ((message: ClientMessage) => void) | undefined;
+    const firstMessage = request.headers.authorization === undefined ? new Promise<ClientMessage>((resolve) => (first = resolve)) : undefined;
+    let authenticated!: (tenant: string) => void;
+    const tenant = new Promise<string>((resolve) => (authenticated = resolve));
+    let renewing = Promise.resolve();
+    socket.on("message", (data: RawData) => {
+      const message = readClientMessage(data);
+      if (first !== undefined) {
+        first(message);
+        first = undefined;
+      } else if (message.kind !== "other") {
+        // A stream whose authentication failed is closed: its renewals wait for nothing.
+        renewing = renewing.then(() => tenant).then((t) => renew(connection, t, message));
+      }
+    });
+    subscribe(connection, request, firstMessage, authenticated, itemIds, since).catch((err: unknown) => {
       if (err instanceof StreamRefusal) return connection.close(err.code, err.message);
       const problem = toProblemError(err);
       logger.warn("stream failed", { code: problem.code, error: errorText(err) });
@@ -85,11 +104,18 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
   };
 
   /** Authenticates, checks the items, subscribes; a resume sends the stored events first. */
-  const subscribe = async (connection: StreamConnection, request: FastifyRequest, itemIds: () => string[], sinceText: string | undefined) => {
-    const caller = await authenticate(connection.socket, request);
+  const subscribe = async (
+    connection: StreamConnection,
+    request: FastifyRequest,
+    firstMessage: Promise<ClientMessage> | undefined,
+    authenticated: (tenant: string) => void,
+    itemIds: () => string[],
+    sinceText: string | undefined,
+  ) => {
+    const caller = await authenticate(connection.socket, request, firstMessage);
     request.tenant = caller.tenant;
     connection.expireAt(caller.principal.expiresAtMs);
-    renewals(connection, caller.tenant);
+    authenticated(caller.tenant);
     const ids = itemIds();
     const since = sinceText === undefined ? undefined : instant(sinceText);
     if (since === null || (sinceText !== undefined && since === undefined)) throw new StreamRefusal(CLOSE.badRequest, "since must be an ISO-8601 instant");
@@ -117,8 +143,8 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
   };
 
   /** The caller, from the headers or the first message, held to the same rules as REST (contract §9). */
-  const authenticate = async (socket: WebSocket, request: FastifyRequest): Promise<Caller> => {
-    const given = request.headers.authorization !== undefined ? { authorization: request.headers.authorization, tenant: request.headers["x-tenant-id"] } : await authMessage(socket);
+  const authenticate = async (socket: WebSocket, request: FastifyRequest, firstMessage: Promise<ClientMessage> | undefined): Promise<Caller> => {
+    const given = firstMessage === undefined ? { authorization: request.headers.authorization, tenant: request.headers["x-tenant-id"] } : await authMessage(socket, firstMessage);
     let caller: Caller;
     try {
       caller = { principal: await deps.authenticate(given.authorization), tenant: readTenant(given.tenant) };
@@ -137,23 +163,15 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
   };
 
   /**
-   * Renewals: each later `auth` message's token, checked in the order sent, moves the stream's
-   * deadline to its own `exp` (plus the clock skew) and is answered `reauthenticated`. A stream
+   * A renewal (a later `auth` message; they are handled in the order sent) moves the stream's
+   * deadline to its token's `exp` (plus the clock skew) and is answered `reauthenticated`. A stream
    * keeps its tenant: a message naming another, or a token that does not name it, closes it (4403);
-   * a token refused closes it as at the start (4401). Other messages are ignored, as before.
+   * a malformed message or a token refused closes it as at the start (4401).
    */
-  const renewals = (connection: StreamConnection, tenant: string): void => {
-    let queue = Promise.resolve();
-    connection.socket.on("message", (data: RawData) => {
-      const given = readAuthMessage(data);
-      if (given === undefined) return;
-      queue = queue.then(() => renew(connection, tenant, given));
-    });
-  };
-
-  const renew = async (connection: StreamConnection, tenant: string, given: { token: string; tenant: string | undefined }): Promise<void> => {
+  const renew = async (connection: StreamConnection, tenant: string, given: Exclude<ClientMessage, { kind: "other" }>): Promise<void> => {
     if (!connection.open) return;
     try {
+      if (given.kind === "malformed") throw new StreamRefusal(CLOSE.unauthenticated, given.problem);
       if (given.tenant !== undefined && given.tenant.trim() !== tenant) {
         throw new StreamRefusal(CLOSE.forbidden, "a stream keeps its tenant: open a new stream for another tenant");
       }
@@ -217,38 +235,42 @@ function parseItemIds(text: string): string[] {
   return ids;
 }
 
-/** Waits for the first message `{ "type": "auth", "token", "tenant" }`. */
-function authMessage(socket: WebSocket): Promise<{ authorization: string; tenant: string | undefined }> {
+/** The auth message a client sends: first, or later to renew. */
+const AUTH_MESSAGE = '{"type":"auth","token":"<JWT>","tenant":"<tenant>"}';
+
+/** A client's message: an auth message, one that means to be one (`type` auth) but is malformed, or any other. */
+type ClientMessage = { kind: "auth"; token: string; tenant: string | undefined } | { kind: "malformed"; problem: string } | { kind: "other" };
+
+/** Waits for the first message, which must be `{ "type": "auth", "token", "tenant" }`. */
+function authMessage(socket: WebSocket, first: Promise<ClientMessage>): Promise<{ authorization: string; tenant: string | undefined }> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      socket.off("message", onMessage);
       reject(new StreamRefusal(CLOSE.unauthenticated, `no Authorization header and no auth message within ${AUTH_MESSAGE_MS / 1000} s`));
     }, AUTH_MESSAGE_MS);
-    const onMessage = (data: RawData) => {
-      clearTimeout(timer);
-      const given = readAuthMessage(data);
-      if (given === undefined) {
-        reject(new StreamRefusal(CLOSE.unauthenticated, 'the first message must be {"type":"auth","token":"<JWT>","tenant":"<tenant>"}'));
-        return;
-      }
-      resolve({ authorization: `Bearer ${given.token}`, tenant: given.tenant });
-    };
-    socket.once("message", onMessage);
     socket.once("close", () => clearTimeout(timer));
+    void first.then((given) => {
+      clearTimeout(timer);
+      if (given.kind === "auth") resolve({ authorization: `Bearer ${given.token}`, tenant: given.tenant });
+      else reject(new StreamRefusal(CLOSE.unauthenticated, given.kind === "malformed" ? given.problem : `the first message must be ${AUTH_MESSAGE}`));
+    });
   });
 }
 
-/** A message `{ "type": "auth", "token", "tenant"? }`; undefined for any other. */
-function readAuthMessage(data: RawData): { token: string; tenant: string | undefined } | undefined {
+/** What a message is: `{ "type": "auth", "token", "tenant"? }` with a token and a tenant (if any) that are text, or malformed, or another. */
+function readClientMessage(data: RawData): ClientMessage {
   let message: unknown;
   try {
     message = parseJson(data.toString());
   } catch {
-    return undefined;
+    return { kind: "other" };
   }
   const m = message as { type?: unknown; token?: unknown; tenant?: unknown } | null;
-  if (m === null || typeof m !== "object" || m.type !== "auth" || typeof m.token !== "string") return undefined;
-  return { token: m.token, tenant: typeof m.tenant === "string" ? m.tenant : undefined };
+  if (m === null || typeof m !== "object" || m.type !== "auth") return { kind: "other" };
+  const malformed = (problem: string): ClientMessage => ({ kind: "malformed", problem: `the auth message ${problem}; send ${AUTH_MESSAGE}` });
+  if (m.token === undefined) return malformed("has no token");
+  if (typeof m.token !== "string" || m.token === "") return malformed("has a token that is not a JWT string");
+  if (m.tenant !== undefined && typeof m.tenant !== "string") return malformed("has a tenant that is not a string");
+  return { kind: "auth", token: m.token, tenant: m.tenant };
 }
 
 /** Ends the connections that did not answer the last ping, and pings the others. */
