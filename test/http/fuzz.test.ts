@@ -38,7 +38,8 @@ import { hsToken, TEST_JWT_SECRET, unsignedToken } from "../support/tokens.js";
  * `uploadAttacks`) whose answer the contract fixes: lines and CSV fields past
  * UPLOAD_LINE_LIMIT_BYTES (413), CSV headers naming a column twice (400), bodies in a
  * Content-Encoding (answered as the same body sent plain), an unknown encoding (415), one that
- * does not decode (400), a zip bomb (413).
+ * does not decode (400), a zip bomb (413) — JSON, or an NDJSON or CSV upload of blank lines that
+ * decodes past BODY_LIMIT_BYTES, in gzip, deflate or br.
  *
  * FUZZ_CASES (per backend, default 10,000) and FUZZ_SEED (printed on every run) reproduce a run.
  */
@@ -434,14 +435,29 @@ const ENCODERS: Record<string, (data: Buffer) => Buffer> = {
   identity: (d) => d,
 };
 
-/** Built once: a gzip of a JSON body far past BODY_LIMIT_BYTES, and of an NDJSON line far past UPLOAD_LINE_LIMIT_BYTES. */
+/**
+ * A few kilobytes that inflate past a limit: JSON past BODY_LIMIT_BYTES, an NDJSON line past
+ * UPLOAD_LINE_LIMIT_BYTES, and NDJSON or CSV uploads of nothing but blank lines past BODY_LIMIT_BYTES
+ * (each line within every limit: only the decoded total bounds them).
+ */
+type BombKind = "json" | "ndjson" | "blank ndjson" | "blank csv";
+const BOMB_TYPES: Record<BombKind, string> = { json: "application/json", ndjson: "application/x-ndjson", "blank ndjson": "application/x-ndjson", "blank csv": "text/csv" };
+/** Built once per kind and coding. */
 const bombs = new Map<string, Buffer>();
-function bomb(kind: "json" | "ndjson", limits: Limits): Buffer {
-  let built = bombs.get(kind);
+function bomb(kind: BombKind, coding: "gzip" | "deflate" | "br", limits: Limits): Buffer {
+  let built = bombs.get(`${kind} ${coding}`);
   if (built === undefined) {
-    const size = (kind === "json" ? limits.body : limits.line) + 1024 * 1024;
-    built = gzipSync(kind === "json" ? `{"events":[],"x":"${" ".repeat(size)}"}` : `{"timestamp":"2024-01-01T00:00:00Z","value":1,"sourceId":"${"0".repeat(size)}"}\n`);
-    bombs.set(kind, built);
+    const size = (kind === "ndjson" ? limits.line : limits.body) + 1024 * 1024;
+    const text =
+      kind === "json"
+        ? `{"events":[],"x":"${" ".repeat(size)}"}`
+        : kind === "ndjson"
+          ? `{"timestamp":"2024-01-01T00:00:00Z","value":1,"sourceId":"${"0".repeat(size)}"}\n`
+          : kind === "blank ndjson"
+            ? "\n".repeat(size)
+            : `timestamp,value\n${" \n".repeat(size / 2)}`;
+    built = ENCODERS[coding]!(Buffer.from(text));
+    bombs.set(`${kind} ${coding}`, built);
   }
   return built;
 }
@@ -451,7 +467,7 @@ function bomb(kind: "json" | "ndjson", limits: Limits): Buffer {
  * items 6 and 8): a line or CSV row past UPLOAD_LINE_LIMIT_BYTES is a 413 (one of exactly the limit
  * is read), a CSV header naming a column twice a 400, a body in gzip, deflate or br (or several)
  * answered as the same body sent plain, an unknown encoding a 415, one that does not decode a 400, a
- * zip bomb a 413.
+ * zip bomb a 413 (a JSON body, an NDJSON line, or an upload of blank lines decoded past BODY_LIMIT_BYTES).
  */
 function uploadAttacks(routes: Route[], authorization: string, known: Known, limits: Limits): fc.Arbitrary<Case> {
   const item = known.uploadItem!;
@@ -541,14 +557,16 @@ function uploadAttacks(routes: Route[], authorization: string, known: Known, lim
   );
 
   // A few kilobytes that inflate past the limits.
-  const zipBomb = fc.record({ target, kind: fc.constantFrom<"json" | "ndjson">("json", "ndjson") }).map(({ target, kind }): Case => ({
-    route: target.route,
-    method: "POST",
-    url: target.url,
-    headers: headers(kind === "json" ? "application/json" : "application/x-ndjson", { "content-encoding": "gzip" }),
-    payload: bomb(kind, limits),
-    expected: { statuses: [413], reason: `a gzip ${kind} body that inflates past ${kind === "json" ? "BODY_LIMIT_BYTES" : "UPLOAD_LINE_LIMIT_BYTES"} must be a 413` },
-  }));
+  const zipBomb = fc
+    .record({ target, kind: fc.constantFrom<BombKind>("json", "ndjson", "blank ndjson", "blank csv"), coding: fc.constantFrom<"gzip" | "deflate" | "br">("gzip", "deflate", "br") })
+    .map(({ target, kind, coding }): Case => ({
+      route: target.route,
+      method: "POST",
+      url: target.url,
+      headers: headers(BOMB_TYPES[kind], { "content-encoding": coding }),
+      payload: bomb(kind, coding, limits),
+      expected: { statuses: [413], reason: `a ${coding} ${kind} body that inflates past ${kind === "ndjson" ? "UPLOAD_LINE_LIMIT_BYTES" : "BODY_LIMIT_BYTES"} must be a 413` },
+    }));
 
   return fc.oneof({ weight: 2, arbitrary: longLine }, { weight: 2, arbitrary: repeatedHeader }, { weight: 4, arbitrary: encoded }, { weight: 2, arbitrary: refused }, { weight: 1, arbitrary: zipBomb });
 }

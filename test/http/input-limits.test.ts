@@ -1,6 +1,6 @@
 import { request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
-import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
+import { brotliCompressSync, constants, deflateSync, gzipSync } from "node:zlib";
 import { expect } from "chai";
 import type { LightMyRequestResponse } from "fastify";
 import { loadConfig } from "../../src/config.js";
@@ -234,6 +234,137 @@ describeEachBackend("input limits: bytes of indexed text, JSON depth, upload lin
       }
       expect(await stored(id)).to.deep.equal([]);
     });
+  });
+
+  describe("BODY_LIMIT_BYTES holds for the decoded bytes of an encoded upload, blank lines counted (item 8)", () => {
+    const LIMIT = 1024 * 1024;
+    let small: TestServer;
+    before(async () => {
+      small = await testServer(ctx.db, { BODY_LIMIT_BYTES: String(LIMIT) });
+    });
+    after(() => small.app.close());
+    const upload = (url: string, payload: Buffer, type: string, coding: string) =>
+      small.app.inject({ method: "POST", url, payload, headers: headers({ "content-type": type, "content-encoding": coding }) });
+    /** NDJSON events an hour apart from 2024-01-01, at least `bytes` of them. */
+    const ndjson = (bytes: number) => {
+      const lines: string[] = [];
+      let size = 0;
+      for (let i = 0; size < bytes; i++) {
+        const line = `{"timestamp":"${new Date(Date.UTC(2024, 0, 1) + i * 3_600_000).toISOString()}","value":${i}}\n`;
+        lines.push(line);
+        size += line.length;
+      }
+      return lines.join("");
+    };
+
+    it("reads exactly the limit decoded, blank lines and all, and refuses one byte more with a 413 naming BODY_LIMIT_BYTES", async () => {
+      const id = await item();
+      for (const [type, text] of [
+        ["application/x-ndjson", (n: number) => "\n".repeat(n)],
+        ["text/csv", (n: number) => `timestamp,value\n${" ".repeat(n - 17)}\n`],
+      ] as const) {
+        expect(Buffer.byteLength(text(LIMIT)), type).to.equal(LIMIT);
+        const exact = await upload(`/items/${id}/events`, gzipSync(text(LIMIT)), type, "gzip");
+        expect(exact.statusCode, `${type}: ${exact.body}`).to.equal(200);
+        const over = expectProblem(await upload(`/items/${id}/events`, gzipSync(text(LIMIT + 1)), type, "gzip"), 413);
+        expect(over.detail, type).to.equal(`the request body, decoded from its Content-Encoding, is larger than ${LIMIT} bytes, the most BODY_LIMIT_BYTES allows; nothing was stored`);
+        expect(over.errors, type).to.deep.equal([{ path: "body", message: `decoded, it is larger than ${LIMIT} bytes, the most BODY_LIMIT_BYTES allows` }]);
+      }
+    });
+
+    it("stores nothing of an upload refused part-way, after batches of it were written, with ?partial=true too; the same within the limit is stored", async () => {
+      const id = await item();
+      // Rows past the limit (1 MiB for the test): more than two batches of 5,000 are written before it is reached.
+      const text = ndjson(LIMIT * 1.2);
+      expect(text.slice(0, LIMIT).split("\n").length).to.be.above(10_000);
+      const br = (data: string) => brotliCompressSync(data, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } });
+      const withItemIds = text.replaceAll('{"timestamp"', `{"itemId":"${id}","timestamp"`);
+      for (const [url, coding, body] of [
+        [`/items/${id}/events`, "gzip", gzipSync(text)],
+        [`/items/${id}/events?partial=true`, "deflate", deflateSync(text)],
+        ["/events", "br", br(withItemIds)],
+      ] as const) {
+        const res = expectProblem(await upload(url, body, "application/x-ndjson", coding), 413);
+        expect(res.detail, url).to.match(/BODY_LIMIT_BYTES allows; nothing was stored$/);
+      }
+      expect(await stored(id)).to.deep.equal([]);
+      // A legitimate encoded upload within the limit is read whole.
+      const within = ndjson(LIMIT - 200);
+      expect(within.length).to.be.at.most(LIMIT);
+      const ok = await upload(`/items/${id}/events`, br(within), "application/x-ndjson", "br");
+      expect(ok.json()).to.deep.equal({ stored: within.split("\n").length - 1 });
+    });
+  });
+
+  describe("encoded bombs of blank lines over a real socket (item 8)", () => {
+    let base: { port: number };
+    let server: TestServer;
+    // 30 M blank lines (or 15 M lines of a space): a few kilobytes encoded, 30 MB decoded, three times the default limit.
+    const blank = Buffer.from("\n".repeat(30_000_000));
+    const spaces = Buffer.from(`timestamp,value\n${" \n".repeat(15_000_000)}`);
+    const fast = { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } };
+    const bombs = [
+      ["gzip", "application/x-ndjson", gzipSync(blank)],
+      ["br", "application/x-ndjson", brotliCompressSync(blank, fast)],
+      ["deflate", "application/x-ndjson", deflateSync(blank)],
+      ["gzip", "text/csv", gzipSync(spaces)],
+    ] as const;
+    before(async () => {
+      server = await testServer(ctx.db);
+      await server.app.listen({ port: 0, host: "127.0.0.1" });
+      base = { port: (server.app.server.address() as AddressInfo).port };
+    });
+    after(() => server.app.close());
+
+    /** A request over the socket: its status, body and how long it took (ms). */
+    const send = (method: string, path: string, body?: Buffer, extra: Record<string, string> = {}) =>
+      new Promise<{ status: number; body: string; ms: number }>((resolve, reject) => {
+        const start = performance.now();
+        const req = httpRequest({ host: "127.0.0.1", port: base.port, method, path, headers: { ...headers(), ...extra } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString(), ms: performance.now() - start }));
+        });
+        req.on("error", reject);
+        req.end(body);
+      });
+
+    for (const [coding, type, bomb] of bombs) {
+      it(`answers a ${coding} ${type} bomb (${bomb.length} bytes, 30 MB of blank lines) with a 413 in a time bounded by the limit's, /health answering meanwhile`, async function () {
+        this.timeout(120_000);
+        expect(bomb.length).to.be.below(64 * 1024);
+        const id = await item();
+        const path = `/items/${id}/events`;
+        // A normal small upload, in the same encoding: the measure of time on this machine now.
+        const small = type === "text/csv" ? "timestamp,value\n2024-01-01T00:00:00Z,1\n" : '{"timestamp":"2024-01-01T00:00:00Z","value":1}\n';
+        const encode = coding === "gzip" ? gzipSync : coding === "br" ? brotliCompressSync : deflateSync;
+        const normal: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          const res = await send("POST", path, encode(small), { "content-type": type, "content-encoding": coding });
+          expect(res.status, res.body).to.equal(200);
+          normal.push(res.ms);
+        }
+        const healths: number[] = [];
+        let polling = true;
+        const poll = (async () => {
+          while (polling) {
+            healths.push((await send("GET", "/health")).ms);
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+        })();
+        const res = await send("POST", path, bomb, { "content-type": type, "content-encoding": coding });
+        polling = false;
+        await poll;
+        expect(res.status, res.body.slice(0, 300)).to.equal(413);
+        expect((JSON.parse(res.body) as Problem).detail).to.match(/BODY_LIMIT_BYTES/);
+        // Decoding stops at the limit (10 MiB of 30 MB) and blank lines cost a scan of their bytes:
+        // a few hundred ms here, against ~30 s when every one of the 30 M lines was read as a row.
+        const median = normal.sort((x, y) => x - y)[1]!;
+        expect(res.ms, `the bomb took ${Math.round(res.ms)} ms, a small upload ${Math.round(median)} ms`).to.be.below(Math.max(median, 5) * 400);
+        expect(Math.max(...healths), `/health took ${healths.map(Math.round).join(", ")} ms`).to.be.below(1000);
+        expect(await stored(id)).to.have.length(1);
+      });
+    }
   });
 
   describe("UPLOAD_LINE_LIMIT_BYTES: the longest NDJSON line and CSV row (item 6)", () => {
