@@ -51,6 +51,8 @@ for (const backend of ["embedded", "postgres"] as const) {
       const half = Math.floor(body.length / 2);
       const token = await adminToken();
       let finish: () => void = () => {};
+      let taken: () => void = () => {};
+      const requestTaken = new Promise<void>((resolve) => (taken = resolve));
       const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
         const req = request(
           {
@@ -63,6 +65,9 @@ for (const backend of ["embedded", "postgres"] as const) {
               "x-tenant-id": tenant,
               "content-type": "application/json",
               "content-length": Buffer.byteLength(body),
+              // The server answers 100 Continue as it takes the request (its routing and access
+              // checks begin in that same turn): the signal below follows that, not a guessed pause.
+              expect: "100-continue",
             },
           },
           (res) => {
@@ -72,11 +77,16 @@ for (const backend of ["embedded", "postgres"] as const) {
           },
         );
         req.on("error", reject);
-        req.write(body.slice(0, half));
+        req.on("continue", () => {
+          req.write(body.slice(0, half));
+          taken();
+        });
+        req.flushHeaders();
         // The rest follows after the signal (below).
         finish = () => req.end(body.slice(half));
       });
-      await new Promise((r) => setTimeout(r, 200));
+      await requestTaken;
+      await new Promise((r) => setTimeout(r, 100));
 
       server!.child.kill("SIGTERM");
       await server!.waitFor(/shutting down/);

@@ -17,7 +17,7 @@ export const requestSettings = {
     kind: integer(1024, 1024 * 1024 * 1024, "bytes"),
     default: 10 * 1024 * 1024,
     doc: "Largest accepted request body, after decoding its `Content-Encoding`.",
-    notes: "It bounds JSON bodies; NDJSON and CSV uploads stream without a total limit.",
+    notes: "It bounds JSON bodies, and NDJSON and CSV uploads sent with a `Content-Encoding` (decoded); sent as they are, those stream without a total limit.",
   }),
   uploadLineLimitBytes: setting({
     env: "UPLOAD_LINE_LIMIT_BYTES",
