@@ -18,6 +18,7 @@
  *     [--latency-runs=100] [--pin=apart]
  */
 import { Agent } from "node:http";
+import { loadavg } from "node:os";
 import { Client, Variables } from "camunda-external-task-client-js";
 import { SignJWT } from "jose";
 import { camunda7Settings, loadConfig, zeebeSettings } from "../src/config.js";
@@ -128,19 +129,19 @@ const cpuOf = (round: Round, pid: number | undefined) => (pid === undefined ? 0 
  */
 async function workerVersusRest(variables: Record<string, unknown>): Promise<void> {
   const zb = await ZeebeGateway.start();
-  const [serverPort, workerPort] = [await freePort(), await freePort()];
-  const common = { DATABASE_URL: databaseUrl, JWT_SECRET: SECRET, HOST: "127.0.0.1", LOG_LEVEL: "warn" };
-  const server = startNode("dist/src/main.js", { ...common, PORT: String(serverPort) });
-  const worker = startNode("dist/src/worker.js", {
-    ...common,
-    PORT: String(workerPort),
-    ZEEBE_ADDRESS: zb.address,
-    WORKER_MAX_TASKS: String(concurrency),
-    // Node refuses --cpu-prof in NODE_OPTIONS: given on the command line.
-  }, [], workerProfileDir !== "" ? ["--cpu-prof", `--cpu-prof-dir=${workerProfileDir}`] : []);
+  const [serverPort, pollingPort, streamingPort] = [await freePort(), await freePort(), await freePort()];
+  const common = { DATABASE_URL: databaseUrl, JWT_SECRET: SECRET, HOST: "127.0.0.1", LOG_LEVEL: workerLog ? "info" : "warn" };
+  const server = startNode("dist/src/main.js", { ...common, LOG_LEVEL: "warn", PORT: String(serverPort) });
+  // Node refuses --cpu-prof in NODE_OPTIONS: given on the command line (one profile per process, named by its pid).
+  const profile = workerProfileDir !== "" ? ["--cpu-prof", `--cpu-prof-dir=${workerProfileDir}`] : [];
+  const startWorker = (port: number, env: Record<string, string>) =>
+    startNode("dist/src/worker.js", { ...common, PORT: String(port), ZEEBE_ADDRESS: zb.address, WORKER_MAX_TASKS: String(concurrency), ...env }, [], profile);
+  const polling = startWorker(pollingPort, {});
+  // Job types of its own, so that the polling worker never takes its jobs (both run all along).
+  const streaming = startWorker(streamingPort, { ZEEBE_STREAM_JOBS: "true", TOPIC_API_REQUEST: STREAMED_TYPE, TOPIC_CALCULATE_SERIES: `${STREAMED_TYPE}-calculate-series` });
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   try {
-    await Promise.all([waitForHealth(serverPort), waitForHealth(workerPort)]);
+    await Promise.all([waitForHealth(serverPort), waitForHealth(pollingPort), waitForHealth(streamingPort)]);
     const tenant = String(variables.tenantId);
     const token = await new SignJWT({ roles: ["admin"], tenants: [tenant] })
       .setProtectedHeader({ alg: "HS256" })
@@ -164,19 +165,9 @@ async function workerVersusRest(variables: Record<string, unknown>): Promise<voi
       );
       return { ms: performance.now() - started, before, after: cpuSnapshot() };
     };
-    const viaWorker = async (): Promise<Round> => {
-      const before = cpuSnapshot();
-      const started = performance.now();
-      const pending = new Set(Array.from({ length: tasks }, () => zb.createJob({ type: "api-request", bpmnProcessId: "api-request-example-zeebe", elementId: "RequestAccessPoints", variables })));
-      const keys = [...pending];
-      const ended = (state: string | undefined) => state === "completed" || state === "errorThrown" || state === "incident";
-      await until(() => {
-        for (const key of pending) if (ended(zb.job(key)?.state)) pending.delete(key);
-        return pending.size === 0;
-      }, "worker round");
-      const ms = performance.now() - started;
-      const after = cpuSnapshot();
-      // Every job completed once with the walk's two access points: none failed, none thrown.
+    const job = (type: string) => zb.createJob({ type, bpmnProcessId: "api-request-example-zeebe", elementId: "RequestAccessPoints", variables });
+    /** Every job completed once with the walk's two access points: none failed, none thrown. */
+    const checkCompleted = (keys: string[]) => {
       const completed = new Map<string, unknown[]>();
       for (const record of zb.records({ intent: "COMPLETED" })) completed.set(record.key, [...(completed.get(record.key) ?? []), record.variables]);
       for (const key of keys) {
@@ -184,18 +175,58 @@ async function workerVersusRest(variables: Record<string, unknown>): Promise<voi
         const points = (once?.[0] as { result?: { accessPoints?: unknown[] } } | undefined)?.result?.accessPoints;
         if (zb.job(key)?.state !== "completed" || once?.length !== 1 || points?.length !== 2) throw new Error(`job ${key}: ${JSON.stringify(zb.records({ key }))}`);
       }
-      return { ms, before, after };
     };
+    /** Polling: the round's jobs created at once (a backlog), the worker already long polling; the clock stops at the last completion. */
+    const viaPolling = async (): Promise<Round> => {
+      const before = cpuSnapshot();
+      const started = performance.now();
+      const pending = new Set(Array.from({ length: tasks }, () => job("api-request")));
+      const keys = [...pending];
+      const ended = (state: string | undefined) => state === "completed" || state === "errorThrown" || state === "incident";
+      await until(() => {
+        for (const key of pending) if (ended(zb.job(key)?.state)) pending.delete(key);
+        return pending.size === 0;
+      }, "polling round");
+      const round = { ms: performance.now() - started, before, after: cpuSnapshot() };
+      checkCompleted(keys);
+      return round;
+    };
+    /**
+     * Streaming: `concurrency` lanes, each creating a job and waiting for it to end before the next,
+     * as the REST client's lanes do with requests — every job becomes activatable while the stream
+     * is open and is pushed into it. (Jobs created in a backlog would mostly be yielded: a stream
+     * gets no more than its flow-control window holds, the rest is left to the fallback polls.)
+     */
+    const viaStreaming = async (): Promise<Round> => {
+      const keys: string[] = [];
+      const before = cpuSnapshot();
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (keys.length < tasks) {
+            const key = job(STREAMED_TYPE);
+            keys.push(key);
+            const state = await zb.settle(key, 60_000);
+            if (state !== "completed") throw new Error(`job ${key}: ${JSON.stringify(zb.records({ key }))}`);
+          }
+        }),
+      );
+      const round = { ms: performance.now() - started, before, after: cpuSnapshot() };
+      checkCompleted(keys);
+      return round;
+    };
+    const sides = { rest, polling: viaPolling, streaming: viaStreaming };
+    const label = { rest: "REST     ", polling: "polling  ", streaming: "streaming" };
     for (let i = 0; i < warmUp; i++) {
-      console.log(`warm-up round ${i + 1} of ${warmUp} (REST, worker; not counted)`);
-      await rest();
-      await viaWorker();
+      console.log(`warm-up round ${i + 1} of ${warmUp} (REST, polling worker, streaming worker; not counted)`);
+      for (const side of ["rest", "polling", "streaming"] as const) await sides[side]();
     }
-    const rounds = { rest: [] as Round[], worker: [] as Round[] };
-    for (const side of ["rest", "worker", "worker", "rest"] as const) {
-      const round = side === "rest" ? await rest() : await viaWorker();
+    const rounds = { rest: [] as Round[], polling: [] as Round[], streaming: [] as Round[] };
+    const taskLines = { polling: polling.lines.length, streaming: streaming.lines.length };
+    for (const side of ["rest", "polling", "streaming", "streaming", "polling", "rest"] as const) {
+      const round = await sides[side]();
       rounds[side].push(round);
-      console.log(`  ${side === "rest" ? "REST  " : "worker"} ${rate(round.ms)}`);
+      console.log(`  ${label[side]} ${rate(round.ms)}`);
     }
     const perSecond = (list: Round[]) => (tasks * list.length) / (list.reduce((sum, r) => sum + r.ms, 0) / 1000);
     /** CPU ms per task over a side's rounds: the process that ran the tasks, the database's backends, this process (client or stand-in). */
@@ -210,20 +241,53 @@ async function workerVersusRest(variables: Record<string, unknown>): Promise<voi
       };
     };
     const restRate = perSecond(rounds.rest);
-    const workerRate = perSecond(rounds.worker);
     const restCpu = cpu(rounds.rest, server.child.pid);
-    const workerCpu = cpu(rounds.worker, worker.child.pid);
-    console.log(`api-request, ${tasks} tasks a round, ${concurrency} at a time, PostgreSQL database ${workerDatabase}:`);
-    console.log(`  REST   POST /task-backend/tasks/{segment}/api/request: ${restRate.toFixed(0)} requests/s; CPU per task: server ${restCpu.process} ms, PostgreSQL backends ${restCpu.database} ms, client ${restCpu.here} ms`);
-    console.log(`  worker Zeebe worker on the gateway stand-in:        ${workerRate.toFixed(0)} tasks/s; CPU per task: worker ${workerCpu.process} ms, PostgreSQL backends ${workerCpu.database} ms, stand-in ${workerCpu.here} ms`);
-    console.log(`  ratio worker / REST throughput: ${(workerRate / restRate).toFixed(2)}x (goal >= 0.8x)`);
+    console.log(`api-request, ${tasks} tasks a round, ${concurrency} at a time, PostgreSQL database ${workerDatabase}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}:`);
+    console.log(`  REST      POST /task-backend/tasks/{segment}/api/request: ${restRate.toFixed(0)} requests/s; CPU per task: server ${restCpu.process} ms, PostgreSQL backends ${restCpu.database} ms, client ${restCpu.here} ms`);
+    for (const [side, worker, what] of [
+      ["polling", polling, "Zeebe worker polling the stand-in:  "],
+      ["streaming", streaming, "Zeebe worker streaming (stand-in): "],
+    ] as const) {
+      const workerRate = perSecond(rounds[side]);
+      const workerCpu = cpu(rounds[side], worker.child.pid);
+      console.log(
+        `  ${label[side]} ${what}${workerRate.toFixed(0)} tasks/s, ratio ${(workerRate / restRate).toFixed(2)}x (goal >= 0.8x); ` +
+          `CPU per task: worker ${workerCpu.process} ms, PostgreSQL backends ${workerCpu.database} ms, stand-in ${workerCpu.here} ms`,
+      );
+      if (workerLog) console.log(`            ${stageSummary(worker.lines.slice(taskLines[side]))}`);
+    }
   } finally {
     agent.destroy();
-    worker.child.kill("SIGTERM");
-    server.child.kill("SIGTERM");
-    await Promise.all([worker.exited, server.exited]);
+    for (const child of [polling, streaming, server]) child.child.kill("SIGTERM");
+    await Promise.all([polling.exited, streaming.exited, server.exited]);
     await zb.close();
   }
+}
+
+/** The job type of the streaming worker's rounds. */
+const STREAMED_TYPE = "api-request-streamed";
+
+/**
+ * `--worker-log`: the workers log their task lines (LOG_LEVEL=info, a cost of its own in the
+ * figures), summarised after the rounds: where a job's time goes.
+ */
+const workerLog = flag("worker-log");
+
+/** p50 and p90 of the task lines' `runMs` (taking and running the task), `reportMs` (the engine taking the report) and `durationMs` (all of it, the row settled too). */
+function stageSummary(lines: string[]): string {
+  const parsed = lines.flatMap((line) => {
+    try {
+      const entry = JSON.parse(line) as { message?: string; runMs?: number; reportMs?: number; durationMs?: number };
+      return entry.message === "task" ? [entry] : [];
+    } catch {
+      return [];
+    }
+  });
+  const field = (name: "runMs" | "reportMs" | "durationMs") => {
+    const sorted = parsed.map((l) => l[name] ?? NaN).sort((a, b) => a - b);
+    return `${name} p50 ${percentile(sorted, 50)} p90 ${percentile(sorted, 90)}`;
+  };
+  return `${parsed.length} task lines: ${field("runMs")}, ${field("reportMs")}, ${field("durationMs")}`;
 }
 
 type Knex = Parameters<typeof startZeebeWorker>[2]["database"];
