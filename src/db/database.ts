@@ -6,7 +6,7 @@ import { DEFAULT_DATABASE_TIMEOUTS } from "./timeouts.js";
 export type { Database, DatabaseOptions, GraphSession } from "./options.js";
 export { copyFromStdin } from "./copy.js";
 export { GRAPH_SESSION_SETTINGS } from "./pools.js";
-export { preparedName, runPrepared } from "./prepared.js";
+export { preparedName, rawPrepared, runPrepared } from "./prepared.js";
 export { PREPARED_PER_CONNECTION } from "./statement-cache.js";
 /** A connection string without its password (nor credential parameters), fit for a log line or a message. */
 export { redactUrl } from "../secrets.js";

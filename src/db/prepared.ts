@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Knex } from "knex";
 import { LRUCache } from "lru-cache";
-import { numberPlaceholders, queryNamed, withConnection } from "./driver-patches.js";
+import { isPostgresKnex, numberPlaceholders, queryNamed, withConnection } from "./driver-patches.js";
 
 /** Statement texts whose name and numbered text are kept. */
 const TEXTS_KEPT = 10_000;
@@ -43,4 +43,15 @@ export async function runPrepared<Row>(knex: Knex, sql: string, bindings: readon
   }
   const numbered = text;
   return withConnection(knex, (connection) => queryNamed<Row>(knex, connection, numbered, bindings, preparedName(sql)));
+}
+
+/**
+ * The rows of a statement run by `knex.raw` — knex's query events emitted, as for any statement,
+ * writes included — prepared under {@link preparedName} on PostgreSQL outside a transaction: its
+ * text fixed, it is parsed and planned once per connection, and knex builds no query at each run.
+ */
+export async function rawPrepared<Row>(knex: Knex, sql: string, bindings: readonly Knex.RawBinding[]): Promise<Row[]> {
+  const raw = knex.raw(sql, bindings);
+  const named = isPostgresKnex(knex) && !knex.isTransaction ? raw.options({ name: preparedName(sql) }) : raw;
+  return ((await named) as { rows: Row[] }).rows;
 }

@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { rawPrepared } from "../db/database.js";
 
 /**
  * The tasks a worker process has in hand, kept in `tasks_in_hand` so that they outlive the process:
@@ -21,6 +22,17 @@ export interface InHandRow {
   attempts: number;
   /** When `workerId` took it. */
   startedAt: Date;
+  /**
+   * This take, to release its row and no later one (see {@link releaseInHand}): the row's attempts
+   * and its `started_at` to the microsecond, as the database wrote them.
+   */
+  take: TakeToken;
+}
+
+/** One take of a task's row: its attempts count and its `started_at` as PostgreSQL's text (microseconds). */
+export interface TakeToken {
+  attempts: number;
+  startedAt: string;
 }
 
 const TABLE = "tasks_in_hand";
@@ -35,14 +47,23 @@ export function takeInHand(knex: Knex, task: InHandKey & { topic: string; worker
   return batchesOf(knex).take.add(task);
 }
 
-/** The process is done with the task (it survived it): drops its row, if the row is still this process's. */
-export function releaseInHand(knex: Knex, task: InHandKey & { workerId: string }): Promise<boolean> {
+/**
+ * The process is done with the task (it survived it): drops its row, if the row is still this
+ * process's — and, given the take (`take`), still that take's: a release that runs late never
+ * drops the row of a later take of the same task (the task activated again and taken by this
+ * process meanwhile; the row renewed, or dropped and written afresh, has other attempts or another
+ * `started_at`).
+ */
+export function releaseInHand(knex: Knex, task: InHandKey & { workerId: string; take?: TakeToken }): Promise<boolean> {
   return batchesOf(knex).release.add(task);
 }
 
+type TakeCall = InHandKey & { topic: string; workerId: string };
+type ReleaseCall = InHandKey & { workerId: string; take?: TakeToken };
+
 interface Batches {
-  take: TurnBatch<InHandKey & { topic: string; workerId: string }, InHandRow>;
-  release: TurnBatch<InHandKey & { workerId: string }, boolean>;
+  take: TurnBatch<TakeCall, InHandRow>;
+  release: TurnBatch<ReleaseCall, boolean>;
 }
 
 const batches = new WeakMap<Knex, Batches>();
@@ -58,33 +79,51 @@ function batchesOf(knex: Knex): Batches {
 
 const keyOf = (engine: string, taskKey: string) => `${engine}\u0000${taskKey}`;
 
-/** One multi-row upsert; every task of `tasks` has a key of its own (a row can be changed once per statement). */
-async function takeAll(knex: Knex, tasks: readonly (InHandKey & { topic: string; workerId: string })[]): Promise<InHandRow[]> {
-  const rows: { engine: string; task_key: string; worker_id: string; attempts: number; started_at: Date | string }[] = await knex(TABLE)
-    .insert(tasks.map((task) => ({ engine: task.engine, task_key: task.taskKey, worker_id: task.workerId, topic: task.topic })))
-    .onConflict(["engine", "task_key"])
-    .merge({
-      attempts: knex.raw("?? + 1", [`${TABLE}.attempts`]),
-      started_at: knex.raw(`case when ?? = excluded.worker_id then now() else ?? end`, [`${TABLE}.worker_id`, `${TABLE}.started_at`]),
-    })
-    .returning(["engine", "task_key", "worker_id", "attempts", "started_at"]);
+/** A statement of fixed text whatever the number of rows (they come as one JSON array): prepared once per connection ({@link rawPrepared}). */
+const runStatement = <Row>(knex: Knex, sql: string, rows: readonly object[]) => rawPrepared<Row>(knex, sql, [JSON.stringify(rows)]);
+
+/** The rows of a batch, from its one JSON parameter. */
+const batchRows = (columns: string) => `jsonb_to_recordset(?::jsonb) as batch(${columns})`;
+
+/**
+ * One multi-row upsert: a new row is this worker's first attempt; a row of the same worker is
+ * renewed (`started_at` now); a row of another worker keeps that worker and its `started_at`. The
+ * attempts count on either way. Every task has a key of its own (a row can be changed once per statement).
+ */
+const TAKE_SQL = `insert into ${TABLE} as held (engine, task_key, worker_id, topic)
+  select engine, task_key, worker_id, topic from ${batchRows("engine text, task_key text, worker_id text, topic text")}
+  on conflict (engine, task_key) do update set
+    attempts = held.attempts + 1,
+    started_at = case when held.worker_id = excluded.worker_id then now() else held.started_at end
+  returning engine, task_key, worker_id, attempts, started_at, started_at::text as started_text`;
+
+async function takeAll(knex: Knex, tasks: readonly TakeCall[]): Promise<InHandRow[]> {
+  const rows = await runStatement<{ engine: string; task_key: string; worker_id: string; attempts: number; started_at: Date | string; started_text: string }>(
+    knex,
+    TAKE_SQL,
+    tasks.map((task) => ({ engine: task.engine, task_key: task.taskKey, worker_id: task.workerId, topic: task.topic })),
+  );
   const byKey = new Map(rows.map((row) => [keyOf(row.engine, row.task_key), row]));
   return tasks.map((task) => {
     const row = byKey.get(keyOf(task.engine, task.taskKey));
     if (row === undefined) throw new Error(`tasks_in_hand returned no row for ${task.engine} task ${task.taskKey}`);
-    return { workerId: row.worker_id, attempts: row.attempts, startedAt: new Date(row.started_at) };
+    return { workerId: row.worker_id, attempts: row.attempts, startedAt: new Date(row.started_at), take: { attempts: row.attempts, startedAt: row.started_text } };
   });
 }
 
-/** One delete of the rows still held by the releasing processes. */
-async function releaseAll(knex: Knex, tasks: readonly (InHandKey & { workerId: string })[]): Promise<boolean[]> {
-  const rows: { engine: string; task_key: string }[] = await knex(TABLE)
-    .whereIn(
-      ["engine", "task_key", "worker_id"],
-      tasks.map((task) => [task.engine, task.taskKey, task.workerId]),
-    )
-    .returning(["engine", "task_key"])
-    .del();
+/** One delete of the rows still held by the releasing processes (and, given a take, still that take's). */
+const RELEASE_SQL = `delete from ${TABLE} as held
+  using ${batchRows("engine text, task_key text, worker_id text, attempts integer, started_at text")}
+  where held.engine = batch.engine and held.task_key = batch.task_key and held.worker_id = batch.worker_id
+    and (batch.attempts is null or (held.attempts = batch.attempts and held.started_at = batch.started_at::timestamptz))
+  returning held.engine, held.task_key`;
+
+async function releaseAll(knex: Knex, tasks: readonly ReleaseCall[]): Promise<boolean[]> {
+  const rows = await runStatement<{ engine: string; task_key: string }>(
+    knex,
+    RELEASE_SQL,
+    tasks.map((task) => ({ engine: task.engine, task_key: task.taskKey, worker_id: task.workerId, attempts: task.take?.attempts ?? null, started_at: task.take?.startedAt ?? null })),
+  );
   const gone = new Set(rows.map((row) => keyOf(row.engine, row.task_key)));
   return tasks.map((task) => gone.has(keyOf(task.engine, task.taskKey)));
 }

@@ -90,8 +90,8 @@ export async function takeTask(options: TakeOptions, task: TakenTask, run: () =>
   } catch (err) {
     report = reportOfError(err, task.retries, options.defaultRetries);
   }
-  // The process survived the task, whatever became of the report: its row goes.
-  return { report, settle: () => quietly(options, task, () => releaseInHand(options.knex, { ...key, workerId: options.workerId })) };
+  // The process survived the task, whatever became of the report: the row of this take goes (not a later take's).
+  return { report, settle: () => quietly(options, task, () => releaseInHand(options.knex, { ...key, workerId: options.workerId, take: row.take })) };
 }
 
 /** A failure with one retry fewer than the task has (the default when it has none) and the back-off. */

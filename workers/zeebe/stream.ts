@@ -24,8 +24,13 @@ export interface JobStreamOptions {
   logger: Logger;
   /** Resolves when the gateway answers (a probe that asks once). */
   answers: () => Promise<unknown>;
-  /** Runs a job taken within the cap; resolves once it is reported (or could not be). Never rejects. */
-  run: (job: ReceivedJob, via: JobVia) => Promise<unknown>;
+  /**
+   * Runs a job taken within the cap; resolves once it is done with (reported, or it could not be,
+   * and its row in tasks_in_hand settled). Never rejects. `reported` is called as its report is
+   * sent: the job's work is done and its slot is free from then on (the stream is read again);
+   * neither the gateway's answer nor the row's settling is waited for.
+   */
+  run: (job: ReceivedJob, via: JobVia, reported: () => void) => Promise<unknown>;
 }
 
 /**
@@ -41,7 +46,8 @@ export interface JobStreamOptions {
  * (Zeebe 8.6 yields such a job back to the broker, for another stream or a poll); reading resumes
  * as soon as a job ends. The stream is not cancelled at the cap: a cancel loses the jobs already on
  * their way (activated for this worker, they wait for their job timeout: measured, 2 of 8 jobs in
- * a test). A job read past its deadline (it waited in the buffers longer than its job timeout) is
+ * a test). A job's slot frees as its report is sent (its work is done), not when the gateway
+ * answers or its row in tasks_in_hand is settled. A job read past its deadline (it waited in the buffers longer than its job timeout) is
  * not run: the broker has timed it out and hands it out again. A job beyond the cap (a poll's and a
  * push at once) is handed back at once: failed with its retries unchanged and no back-off, so it is
  * activatable again instead of waiting for its job timeout. A stream error (a gateway restarted or
@@ -167,11 +173,15 @@ export class JobStream {
     this.inHand++;
     // At the cap the gateway must push no more: the stream is not read until a job ends.
     if (this.inHand >= this.cap) this.pause();
-    void this.options.run(job, via).finally(() => {
+    let free = true;
+    const freeSlot = () => {
+      if (!free) return;
+      free = false;
       this.inHand--;
       this.resume();
       if (this.pollWhenFree) this.pollNow();
-    });
+    };
+    void this.options.run(job, via, freeSlot).finally(freeSlot);
   }
 
   /** A job beyond the cap (or arriving as the worker closes): activatable again at once, its retries untouched. */

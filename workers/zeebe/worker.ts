@@ -238,7 +238,7 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
 
   // ZEEBE_STREAM_JOBS: a job stream per job type, each with its own cap and reconnection (stream.ts).
   const streamed = (taskType: string, handler: TaskHandler) => {
-    const stream = new JobStream({ taskType, workerId, settings, grpc: zeebe, client: zeebe, state, logger, answers, run: (job, via) => runJob(taskType, handler, job, via) });
+    const stream = new JobStream({ taskType, workerId, settings, grpc: zeebe, client: zeebe, state, logger, answers, run: (job, via, reported) => runJob(taskType, handler, job, via, reported) });
     stream.start();
     return stream;
   };
