@@ -71,7 +71,7 @@ const batches = new WeakMap<Knex, Batches>();
 function batchesOf(knex: Knex): Batches {
   let found = batches.get(knex);
   if (found === undefined) {
-    found = { take: new TurnBatch((tasks) => takeAll(knex, tasks)), release: new TurnBatch((tasks) => releaseAll(knex, tasks)) };
+    found = { take: new TurnBatch((tasks) => takeAll(knex, tasks)), release: new TurnBatch((tasks) => releaseAll(knex, tasks), RELEASE_WINDOW_MS) };
     batches.set(knex, found);
   }
   return found;
@@ -140,6 +140,13 @@ interface Call<T, R> {
   reject: (reason: unknown) => void;
 }
 
+/**
+ * How long releases gather before their statement: a release is off a task's path (its report is
+ * sent, its slot free), and releases that end a few milliseconds apart then cost one statement and
+ * one commit, not one each. Safe to delay: a release drops only the row of its own take.
+ */
+export const RELEASE_WINDOW_MS = 10;
+
 /** Rows written or deleted by one statement at most. */
 const MAX_BATCH = 200;
 
@@ -147,7 +154,7 @@ const MAX_BATCH = 200;
  * Calls made in one turn of the event loop, run as few statements: the tasks of one fetch are
  * handled side by side, and each of their takes (then, as they end together, their releases) would
  * cost a statement of its own — on a machine shared with the engine, CPU taken from it. A batch runs
- * on the next turn (`setImmediate`), in waves whose tasks have distinct keys (a second call for the
+ * on the next turn (`setImmediate`), or `windowMs` after its first call, in waves whose tasks have distinct keys (a second call for the
  * same task waits for the first, as it would one statement after another), at most
  * {@link MAX_BATCH} a statement. A statement refused for one row's data is run again a row at a
  * time (see {@link TurnBatch.settle}); one that fails otherwise fails every call of its wave.
@@ -155,12 +162,17 @@ const MAX_BATCH = 200;
 class TurnBatch<T extends InHandKey, R> {
   private pending: Call<T, R>[] = [];
 
-  constructor(private readonly run: (tasks: readonly T[]) => Promise<R[]>) {}
+  constructor(
+    private readonly run: (tasks: readonly T[]) => Promise<R[]>,
+    private readonly windowMs = 0,
+  ) {}
 
   add(task: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.pending.push({ task, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => void this.flush());
+      if (this.pending.length > 1) return;
+      if (this.windowMs > 0) setTimeout(() => void this.flush(), this.windowMs);
+      else setImmediate(() => void this.flush());
     });
   }
 
