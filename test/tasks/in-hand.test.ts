@@ -54,6 +54,24 @@ describeEachBackend("tasks in hand (storage)", (ctx) => {
     expect(await rowOf(ctx.db.knex, task)).to.equal(undefined);
   });
 
+  it("releases, given its take, only the row of that take: never a later take's of the same task by the same worker", async () => {
+    const task = key();
+    const first = await takeInHand(ctx.db.knex, { ...task, topic: "api-request", workerId: "w1" });
+    // Taken again by the same worker before the first take's release ran: the row renewed.
+    const renewed = await takeInHand(ctx.db.knex, { ...task, topic: "api-request", workerId: "w1" });
+    expect(await releaseInHand(ctx.db.knex, { ...task, workerId: "w1", take: first.take })).to.equal(false);
+    expect((await rowOf(ctx.db.knex, task))?.attempts).to.equal(2);
+    // The row dropped and written afresh (attempt 1 again, as the first take was): only its started_at tells them apart.
+    expect(await forgetInHand(ctx.db.knex, task)).to.equal(true);
+    const afresh = await takeInHand(ctx.db.knex, { ...task, topic: "api-request", workerId: "w1" });
+    expect([first.take.attempts, afresh.take.attempts]).to.deep.equal([1, 1]);
+    expect(await releaseInHand(ctx.db.knex, { ...task, workerId: "w1", take: first.take })).to.equal(false);
+    expect(await releaseInHand(ctx.db.knex, { ...task, workerId: "w1", take: renewed.take })).to.equal(false);
+    expect((await rowOf(ctx.db.knex, task))?.worker_id).to.equal("w1");
+    expect(await releaseInHand(ctx.db.knex, { ...task, workerId: "w1", take: afresh.take })).to.equal(true);
+    expect(await rowOf(ctx.db.knex, task)).to.equal(undefined);
+  });
+
   it("releases every row of the given workers and no other", async () => {
     const [a, b, c] = [key(), key(), key()];
     const [w1, w2, w3] = [randomUUID(), randomUUID(), randomUUID()];

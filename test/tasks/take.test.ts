@@ -39,6 +39,18 @@ describeEachBackend("taking a task", (ctx) => {
     expect(await rowOf(ctx.db.knex, { engine: "zeebe", taskKey: task.key })).to.equal(undefined);
   });
 
+  it("settles a take late without dropping the row of a later take of the same task: that run keeps its row", async () => {
+    const task = { key: newKey(), topic: "api-request", retries: 3 };
+    const earlier = await takeTask(options("w1"), task, run());
+    // The job activated again and taken by the same process before the earlier take was settled.
+    const later = await takeTask(options("w1"), task, run());
+    expect(ran).to.deep.equal(["ran", "ran"]);
+    await earlier.settle(true);
+    expect(await rowOf(ctx.db.knex, { engine: "zeebe", taskKey: task.key })).to.deep.include({ worker_id: "w1", attempts: 2 });
+    await later.settle(true);
+    expect(await rowOf(ctx.db.knex, { engine: "zeebe", taskKey: task.key })).to.equal(undefined);
+  });
+
   it("turns a 4xx problem into a BPMN error and anything else into a failure with one retry fewer", async () => {
     const missing = await takeTask(options("w1"), { key: newKey(), topic: "t", retries: 3 }, () => Promise.reject(new ProblemError("API_DEFINITION_NOT_FOUND", "no such definition")));
     expect(missing.report).to.deep.equal({ kind: "bpmnError", code: "API_DEFINITION_NOT_FOUND", message: "no such definition" });

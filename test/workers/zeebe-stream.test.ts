@@ -62,9 +62,10 @@ describe("Zeebe worker with job streaming (ZEEBE_STREAM_JOBS) against the gatewa
   };
   /** Services whose API requests take `delayMs` longer, counting how many run at once. */
   const slowServices = (delayMs: number) => {
-    const seen = { running: 0, most: 0 };
+    const seen = { running: 0, most: 0, started: 0 };
     const apiDefinitions = Object.create(services.apiDefinitions) as Services["apiDefinitions"];
     apiDefinitions.request = async (...args) => {
+      seen.started++;
       seen.running++;
       seen.most = Math.max(seen.most, seen.running);
       try {
@@ -121,6 +122,30 @@ describe("Zeebe worker with job streaming (ZEEBE_STREAM_JOBS) against the gatewa
     const handedBack = jobs.filter((r) => r.intent === "FAILED");
     expect(handedBack.every((r) => r.retries === 3 && r.retryBackoff === 0 && String(r.errorMessage).includes(`worker ${worker.workerId} had its cap of 2 jobs`))).to.equal(true);
     expect(handedBack.length).to.equal(linesOf(logs, "zeebe job handed back: the worker has its cap of jobs in hand").length);
+  });
+
+  it("frees a job's slot as its report is sent: at a cap of one, the next job runs while the gateway has not yet answered the first report", async () => {
+    const slow = slowServices(50);
+    const { logs } = start(slow.services, { maxTasks: 1 });
+    await streamReady(logs);
+    const stall = gateway.stall(["CompleteJob"]);
+    try {
+      const first = createJob();
+      await waitUntil(() => slow.seen.started === 1 && slow.seen.running === 0, "the first job run (its report then sent, held by the gateway)");
+      await sleep(200);
+      const second = createJob();
+      // Read from the stream and run although the first job's completion is still unanswered.
+      await waitUntil(() => slow.seen.started === 2 && slow.seen.running === 0, "the second job run", 10_000);
+      expect(gateway.job(first)?.state).to.equal("activated");
+      expect(slow.seen.most).to.equal(1);
+      stall.release();
+      expect([await gateway.settle(first), await gateway.settle(second)]).to.deep.equal(["completed", "completed"]);
+    } finally {
+      stall.release();
+    }
+    await waitUntil(() => taskLines(logs.entries, "completed").length === 2, "two completions logged");
+    expect(logs.entries.filter((e) => e.message === "task").map((e) => e.via)).to.deep.equal(["stream", "stream"]);
+    expect(linesOf(logs, "zeebe job handed back: the worker has its cap of jobs in hand")).to.deep.equal([]);
   });
 
   it("opens the stream again after losing the gateway, and takes new jobs through it", async () => {
