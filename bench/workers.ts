@@ -1,21 +1,33 @@
 /**
  * The Zeebe worker's own cost: `api-request` tasks per second for the example definition through
- * the Zeebe worker (`dist/src/worker.js`, its own process, polling the project's gateway stand-in,
+ * the Zeebe worker (`dist/src/worker.js`, its own process, on the project's gateway stand-in,
  * test/support/zeebe-gateway.ts, which runs in this process and costs almost nothing), next to the
  * same requests through `POST /task-backend/tasks/{segment}/api/request` (`dist/src/main.js`, its
- * own process) at the same concurrency (the worker's WORKER_MAX_TASKS), in the same run: both
+ * own process) at the same concurrency (the worker's WORKER_MAX_TASKS), in the same run: the
  * processes started the same way, on the same database and tenant data, rounds alternated
- * A B B A after warm-up rounds, CPU per task of each process and of the database's backends read
- * from /proc. The clock of a worker round runs from creating its jobs (the worker already polling)
- * to the last completion.
+ * REST, polling, streaming, streaming, polling, REST after warm-up rounds, CPU per task of each
+ * process and of the database's backends read from /proc; the load average is printed with them.
  *
- * Optional rounds: `--camunda7` (a smoke figure on a real engine, Camunda 7/Operaton: the
- * service's worker next to a do-nothing worker), `--streaming` (Zeebe job streaming against
- * polling, in this process).
+ * Two worker processes run all along, each on job types of its own: one long polling
+ * (`ActivateJobs`), its round's jobs created at once as a backlog, the clock running from their
+ * creation to the last completion; one with job streaming (`ZEEBE_STREAM_JOBS=true`, the gateway
+ * pushes jobs, no activation round trip), its jobs fed by `concurrency` lanes that each create a
+ * job and wait for it to end, as the REST client's lanes do with requests (a backlog created at
+ * once would mostly be yielded to the fallback polls: a stream takes no more than its flow-control
+ * window holds). Per job the worker has two database round trips the REST path has not — its
+ * in-hand row taken and committed before the task runs (a task whose previous worker died with it
+ * in hand is not run again), then the walk — besides the job coming in and its report going out;
+ * the row's release is off the job's path (see src/tasks/in-hand.ts).
  *
- *   npm run build && npx node dist/bench/workers.js [--tasks=2000] [--concurrency=10] [--warm-up=1]
- *     [--database-url=postgres://…/bench_x] [--worker-cpu-prof=DIR] [--camunda7] [--streaming]
- *     [--latency-runs=100] [--pin=apart]
+ * Optional: `--worker-log` (the workers log their task lines, summarised after the rounds: runMs,
+ * reportMs, durationMs p50/p90; a cost of its own), `--worker-cpu-prof=DIR` (a V8 CPU profile per
+ * worker process), `--camunda7` (a smoke figure on a real engine, Camunda 7/Operaton: the
+ * service's worker next to a do-nothing worker), `--streaming` (in this process: the SDK's
+ * do-nothing worker, polling against streaming on a backlog, live and one at a time).
+ *
+ *   npx tsc -p . && node dist/bench/workers.js [--tasks=2000] [--concurrency=10] [--warm-up=1]
+ *     [--database-url=postgres://…/bench_x] [--worker-log] [--worker-cpu-prof=DIR] [--camunda7]
+ *     [--streaming] [--latency-runs=100] [--pin=apart]
  */
 import { Agent } from "node:http";
 import { loadavg } from "node:os";
