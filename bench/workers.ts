@@ -129,6 +129,8 @@ interface Round {
   ms: number;
   before: CpuSnapshot;
   after: CpuSnapshot;
+  /** A worker round's job keys. */
+  keys?: string[];
 }
 
 const cpuOf = (round: Round, pid: number | undefined) => (pid === undefined ? 0 : (round.after.get(pid)?.ms ?? 0) - (round.before.get(pid)?.ms ?? 0));
@@ -199,7 +201,7 @@ async function workerVersusRest(variables: Record<string, unknown>): Promise<voi
         for (const key of pending) if (ended(zb.job(key)?.state)) pending.delete(key);
         return pending.size === 0;
       }, "polling round");
-      const round = { ms: performance.now() - started, before, after: cpuSnapshot() };
+      const round = { ms: performance.now() - started, before, after: cpuSnapshot(), keys };
       checkCompleted(keys);
       return round;
     };
@@ -223,7 +225,7 @@ async function workerVersusRest(variables: Record<string, unknown>): Promise<voi
           }
         }),
       );
-      const round = { ms: performance.now() - started, before, after: cpuSnapshot() };
+      const round = { ms: performance.now() - started, before, after: cpuSnapshot(), keys };
       checkCompleted(keys);
       return round;
     };
@@ -234,7 +236,6 @@ async function workerVersusRest(variables: Record<string, unknown>): Promise<voi
       for (const side of ["rest", "polling", "streaming"] as const) await sides[side]();
     }
     const rounds = { rest: [] as Round[], polling: [] as Round[], streaming: [] as Round[] };
-    const taskLines = { polling: polling.lines.length, streaming: streaming.lines.length };
     for (const side of ["rest", "polling", "streaming", "streaming", "polling", "rest"] as const) {
       const round = await sides[side]();
       rounds[side].push(round);
@@ -266,7 +267,7 @@ async function workerVersusRest(variables: Record<string, unknown>): Promise<voi
         `  ${label[side]} ${what}${workerRate.toFixed(0)} tasks/s, ratio ${(workerRate / restRate).toFixed(2)}x (goal >= 0.8x); ` +
           `CPU per task: worker ${workerCpu.process} ms, PostgreSQL backends ${workerCpu.database} ms, stand-in ${workerCpu.here} ms`,
       );
-      if (workerLog) console.log(`            ${stageSummary(worker.lines.slice(taskLines[side]))}`);
+      if (workerLog) console.log(`            ${stageSummary(worker.lines, new Set(rounds[side].flatMap((r) => r.keys ?? [])))}`);
     }
   } finally {
     agent.destroy();
@@ -285,12 +286,12 @@ const STREAMED_TYPE = "api-request-streamed";
  */
 const workerLog = flag("worker-log");
 
-/** p50 and p90 of the task lines' `runMs` (taking and running the task), `reportMs` (the engine taking the report) and `durationMs` (all of it, the row settled too). */
-function stageSummary(lines: string[]): string {
+/** p50 and p90 of the task lines (of the jobs `keys`): `runMs` (taking and running the task), `reportMs` (the engine taking the report) and `durationMs` (all of it, the row settled too). */
+function stageSummary(lines: string[], keys: Set<string>): string {
   const parsed = lines.flatMap((line) => {
     try {
-      const entry = JSON.parse(line) as { message?: string; runMs?: number; reportMs?: number; durationMs?: number };
-      return entry.message === "task" ? [entry] : [];
+      const entry = JSON.parse(line) as { message?: string; taskId?: string; runMs?: number; reportMs?: number; durationMs?: number };
+      return entry.message === "task" && keys.has(String(entry.taskId)) ? [entry] : [];
     } catch {
       return [];
     }
