@@ -4,7 +4,7 @@ import knexFactory, { type Knex } from "knex";
 import { openDatabase, type Database } from "../../src/db/database.js";
 import { migrate } from "../../src/db/migrate.js";
 import { migrations } from "../../src/db/migrations.js";
-import { eventPartitions, keepEventPartitions, PARTITION_MONTHS_AHEAD } from "../../src/db/partitions.js";
+import { eventPartitions, keepEventPartitions, PARTITION_MONTHS_AHEAD, startPartitionUpkeep, type PartitionUpkeep } from "../../src/db/partitions.js";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { ingestEvents } from "../../src/timeseries/ingest.js";
 import { backendNames, TEST_DATABASE_URL } from "../support/backends.js";
@@ -131,3 +131,22 @@ for (const name of backendNames) {
     });
   });
 }
+
+describe("the partition upkeep of a starting service [embedded]", function () {
+  this.timeout(60_000);
+  it("makes the months ahead before it resolves, reports what it did, and stops", async () => {
+    const db = await openDatabase({ databaseUrl: undefined, dataDir: "memory://", poolSize: 1 });
+    try {
+      const rounds: PartitionUpkeep[] = [];
+      const keeper = await startPartitionUpkeep(db.knex, { retentionDays: 30, onDone: (upkeep) => rounds.push(upkeep) });
+      await keeper.stop();
+      const thisMonth = new Date().toISOString().slice(0, 7).replace("-", "m");
+      expect(rounds).to.have.length(1);
+      expect(rounds[0]!.created).to.have.length(PARTITION_MONTHS_AHEAD + 1);
+      expect(rounds[0]!.created[0]).to.equal(`events_y${thisMonth}`);
+      expect(await partitionNames(db.knex)).to.deep.equal(rounds[0]!.created);
+    } finally {
+      await db.close();
+    }
+  });
+});
