@@ -1,9 +1,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
+import fc from "fast-check";
 import { EXAMPLE_QUERY } from "../src/demo/seed.js";
 import { compileQuery } from "../src/graph/query/compiler.js";
 import { parseQuery } from "../src/graph/query/parser.js";
+import { patternModel, printPattern } from "./support/graph-arbitrary.js";
 import { joinFindings, sqlFindings, tenantTables } from "./support/tenant-joins.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -27,8 +29,20 @@ describe("no statement joins across tenants (docs/explanations/distribution.md)"
     expect(findings).to.deep.equal([]);
   });
 
-  it("finds none in the statements the graph compiler writes", () => {
-    expect(sqlFindings(compileQuery(parseQuery(EXAMPLE_QUERY)).sql, tenantTables())).to.deep.equal([]);
+  it("finds none in the statements the graph compiler writes, timed, budgeted and gated", () => {
+    const tables = tenantTables();
+    const forms = (source: string) => {
+      const compiled = compileQuery(parseQuery(source));
+      const gated = compiled.gated("true");
+      return [compiled.sql, compiled.budgetedSql, gated.sql, gated.budgetedSql];
+    };
+    for (const sql of forms(EXAMPLE_QUERY)) expect(sqlFindings(sql, tables)).to.deep.equal([]);
+    fc.assert(
+      fc.property(patternModel, (pattern) => {
+        for (const sql of forms(printPattern(pattern))) expect(sqlFindings(sql, tables)).to.deep.equal([]);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("finds a planted join across tenants, in SQL text and through knex", () => {
