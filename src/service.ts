@@ -1,5 +1,6 @@
 import type { Config } from "./config.js";
 import { openDatabase, redactUrl, type Database } from "./db/database.js";
+import { startPartitionUpkeep } from "./db/partitions.js";
 import { createAuthenticator } from "./http/auth.js";
 import { buildServer } from "./http/server.js";
 import type { App } from "./http/types.js";
@@ -46,6 +47,12 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     onWarning: (message) => logger.warn("database", { message }),
   });
   logger.info("database ready", { kind: db.kind, location: db.kind === "embedded" ? config.dataDir : redactUrl(config.databaseUrl) });
+  // The events' monthly partitions: the months ahead made, old ones dropped past EVENTS_RETENTION_DAYS (src/db/partitions.ts).
+  const partitions = await startPartitionUpkeep(db.knex, {
+    retentionDays: config.eventsRetentionDays,
+    onWarning: (message) => logger.warn("events partitions", { message }),
+    onDone: (upkeep) => (upkeep.created.length > 0 || upkeep.dropped.length > 0 || upkeep.deleted > 0) && logger.info("events partitions kept", { ...upkeep }),
+  });
   let server: App;
   const services = createServices(config, db);
   const metrics = new Metrics();
@@ -54,6 +61,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
   try {
     server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services, metrics, workers: () => workers });
   } catch (err) {
+    await partitions.stop();
     await db.close();
     throw err;
   }
@@ -83,6 +91,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
         } finally {
           await services.streams.stop();
           await services.transforms.close();
+          await partitions.stop();
           await db.close();
         }
       })();

@@ -25,12 +25,18 @@ export function createServices(config: Config, db: Database): Services {
   // Calculations read series through a reader of their own, which answers no derived items;
   // the time series the transports use answer those through the calculations. No late wiring.
   const query = { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows };
-  const calculations = new Calculations(db.knex, db.graph, new TimeSeries(db.knex, config.defaultTimeZone), {
+  const calculations = new Calculations(db.knex, db.graph, new TimeSeries(db.knex, config.defaultTimeZone, undefined, undefined, config.eventsRetentionDays), {
     timeoutMs: config.calculationTimeoutMs,
     query,
     steps: { maxSteps: config.calculationMaxSteps, expression: { maxLength: config.expressionMaxLength, maxDepth: config.expressionMaxDepth } },
   });
-  const timeSeries = new TimeSeries(db.knex, config.defaultTimeZone, undefined, (tenant, externalId, request) => calculations.calculate(tenant, externalId, request));
+  const timeSeries = new TimeSeries(
+    db.knex,
+    config.defaultTimeZone,
+    undefined,
+    (tenant, externalId, request) => calculations.calculate(tenant, externalId, request),
+    config.eventsRetentionDays,
+  );
   const transforms = new TransformPool({
     processes: config.transformProcesses,
     timeoutMs: config.transformTimeoutMs,

@@ -35,6 +35,15 @@ export const timeSeriesSettings = {
     default: "Europe/Brussels",
     doc: "Time zone of event date ranges and buckets.",
   }),
+  eventsRetentionDays: setting({
+    env: "EVENTS_RETENTION_DAYS",
+    kind: integer(1, 3_000_000),
+    absent: "events are kept forever",
+    doc: "Days events are kept: each month of events wholly older is dropped, checked at start and hourly.",
+    notes:
+      "A query whose range ends at or before the horizon (now less these days) is a `422` naming it; " +
+      "one that starts before it answers with the header `Events-Retained-From` (docs/reference/time-series.md, Retention).",
+  }),
 };
 
 export const graphQuerySettings = {

@@ -166,4 +166,43 @@ export const migrations: Migration[] = [
       `analyze entities`,
     ],
   },
+  {
+    id: "007_events_partitioned_by_month",
+    statements: [
+      // Events partitioned by month of their timestamp (UTC), each month a table of its own, so
+      // that retention drops whole months instead of deleting rows (docs/decisions/2026-11-27-events-partitioned-by-month.md).
+      // A default partition takes the events of any month without a table yet (a backfill, a
+      // timestamp in the year 1000 or 9999): no event is ever refused. The service makes the
+      // months ahead and splits the default partition's months out (src/db/partitions.ts).
+      `alter table events rename to events_unpartitioned`,
+      `alter table events_unpartitioned rename constraint events_pkey to events_unpartitioned_pkey`,
+      // The same columns, not-null constraints and defaults, the same key.
+      `create table events (like events_unpartitioned including defaults, primary key (tenant, item_id, ts, source_id)) partition by range (ts)`,
+      `create table events_default partition of events default`,
+      // The month of month_start (UTC) as the partition events_yYYYYmMM, unless it exists: made
+      // apart, filled with that month's rows of the default partition (moved), then attached —
+      // attaching takes a lighter lock on events than creating a partition in place. Null when it existed.
+      `create function events_month_partition(month_start timestamp) returns text language plpgsql volatile as $$
+      declare
+        month_first timestamp := date_trunc('month', month_start);
+        lo timestamptz := month_first at time zone 'UTC';
+        hi timestamptz := (month_first + interval '1 month') at time zone 'UTC';
+        part_name text := 'events_' || to_char(month_first, '"y"YYYY"m"MM');
+      begin
+        if to_regclass(part_name) is not null then
+          return null;
+        end if;
+        execute format('create table %I (like events including defaults)', part_name);
+        execute format('with moved as (delete from events_default where ts >= %L and ts < %L returning *) insert into %I select * from moved', lo, hi, part_name);
+        execute format('alter table events attach partition %I for values from (%L) to (%L)', part_name, lo, hi);
+        return part_name;
+      end $$`,
+      // Every month the table holds gets its partition before the rows move, so none stays in the default.
+      `select events_month_partition(m) from (select distinct date_trunc('month', ts at time zone 'UTC') as m from events_unpartitioned) as months`,
+      `insert into events (tenant, item_id, ts, source_id, value, tags, key_values, tenant_codes, entity_references, meta_entry, meta_exit, meta_from, meta_to)
+        select tenant, item_id, ts, source_id, value, tags, key_values, tenant_codes, entity_references, meta_entry, meta_exit, meta_from, meta_to
+        from events_unpartitioned`,
+      `drop table events_unpartitioned`,
+    ],
+  },
 ];

@@ -5,8 +5,9 @@ import { definingCalculation, indexSetItems, itemActions, missingItems } from ".
 import { isUuid, MAX_INSTANT_MS } from "../input.js";
 import { deleteEvents, latestEvents, streamEvents } from "./export.js";
 import { ingestEvents, type IngestOptions, type IngestResult } from "./ingest.js";
-import { resolveEventDateRange, type EventDateRange } from "./periods.js";
+import { resolveEventDateRange, type EventDateRange, type ResolvedRange } from "./periods.js";
 import { aggregateEvents, checkQueryOptions, lastEvents, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
+import { checkRetention, type QueryNotes } from "./retention.js";
 
 export const QUERY_TYPES = ["EVENTS", "AGGREGATION", "SINGLEAGGREGATION"] as const;
 export type QueryType = (typeof QUERY_TYPES)[number];
@@ -65,7 +66,16 @@ export class TimeSeries {
     /** The current instant; taken once per request (tests pass a fixed one). */
     private readonly clock: () => Date = () => new Date(),
     private readonly derive?: Deriver,
+    /** EVENTS_RETENTION_DAYS: ranges reaching before the horizon are checked ({@link checkRetention}). */
+    private readonly retentionDays?: number,
   ) {}
+
+  /** The request's range at `now`, checked against the retention horizon (noted in `notes`). */
+  private rangeOf(request: SeriesRequest, now: Date, notes?: QueryNotes): ResolvedRange {
+    const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
+    checkRetention(range, this.retentionDays, now, notes);
+    return range;
+  }
 
   /** `POST /events` and `POST /items/{itemId}/events`: stores an upload's rows (see {@link ingestEvents}). */
   ingest(tenant: string, rows: AsyncIterable<unknown> | Iterable<unknown>, options: IngestOptions = {}): Promise<IngestResult> {
@@ -73,13 +83,13 @@ export class TimeSeries {
   }
 
   /** `POST /items/{itemId}/events/query`: raw events, or buckets when an aggregation is asked for. */
-  async itemQuery(tenant: string, itemId: string, request: SeriesRequest): Promise<SeriesAnswer | { value: number | null }> {
+  async itemQuery(tenant: string, itemId: string, request: SeriesRequest, notes?: QueryNotes): Promise<SeriesAnswer | { value: number | null }> {
     if (!isUuid(itemId)) throw invalidRequest("itemId must be the uuid of an Item", "itemId");
     const id = itemId.toLowerCase();
     const items = await itemActions(this.knex, tenant, [id]);
     if (!items.has(id)) throw invalidRequest(`there is no Item ${id} in this tenant`, "itemId", 404);
     if (items.get(id) === "CALCULATE") return this.derived(tenant, id, request);
-    return (await this.series(tenant, [id], request)).get(id)!;
+    return (await this.series(tenant, [id], request, undefined, notes)).get(id)!;
   }
 
   /**
@@ -99,8 +109,8 @@ export class TimeSeries {
    * Series of many items in one statement: each item's raw events, or each item's buckets when an
    * aggregation is asked for. The transform's timelines use this, one call for all their items.
    */
-  async series(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock()): Promise<Map<string, SeriesAnswer>> {
-    const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
+  async series(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock(), notes?: QueryNotes): Promise<Map<string, SeriesAnswer>> {
+    const range = this.rangeOf(request, now, notes);
     const options = request.queryOptions ?? {};
     checkQueryOptions(options);
     const ids = distinctItemIds(itemIds);
@@ -115,7 +125,7 @@ export class TimeSeries {
 
   /** One aggregated timeline over all the events of the items (a calculation's open/close across items). */
   async singleTimeline(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock()): Promise<BucketJson[]> {
-    const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
+    const range = this.rangeOf(request, now);
     const ids = distinctItemIds(itemIds);
     const options = request.queryOptions ?? {};
     checkQueryOptions(options);
@@ -179,7 +189,7 @@ export class TimeSeries {
    * request is an error answer, never a broken stream. Pagination does not apply; the order is
    * by timestamp, ascending unless `sorting.order` is `["timestamp-"]`.
    */
-  async exportEvents(tenant: string, itemId: string, request: SeriesRequest): Promise<AsyncGenerator<EventJson>> {
+  async exportEvents(tenant: string, itemId: string, request: SeriesRequest, notes?: QueryNotes): Promise<AsyncGenerator<EventJson>> {
     const id = itemId.toLowerCase();
     const options = request.queryOptions ?? {};
     checkQueryOptions(options);
@@ -192,7 +202,7 @@ export class TimeSeries {
     const actions = await itemActions(this.knex, tenant, [id]);
     if (!actions.has(id)) throw invalidRequest(`there is no Item ${id} in this tenant`, "itemId", 404);
     if (actions.get(id) === "CALCULATE") throw invalidRequest(`Item ${id} is derived (itemAction CALCULATE): it has buckets, not events to export`, "itemId", 422);
-    const range = resolveEventDateRange(request.eventDateRange, this.clock(), this.defaultZone);
+    const range = this.rangeOf(request, this.clock(), notes);
     const rows = streamEvents(this.knex, tenant, [id], range, options, descending);
     return (async function* () {
       for await (const row of rows) yield row.event;
@@ -209,6 +219,7 @@ export class TimeSeries {
   async timelineQuery(
     tenant: string,
     request: SeriesRequest & { itemIds?: string[]; queryType?: QueryType },
+    notes?: QueryNotes,
   ): Promise<{ series: ({ itemId: string } & SeriesAnswer)[] } | { buckets: BucketJson[] }> {
     const options = request.queryOptions ?? {};
     checkQueryOptions(options);
@@ -227,7 +238,7 @@ export class TimeSeries {
       let members = await indexSetItems(this.knex, tenant, indexSet.toLowerCase());
       if (members === undefined) throw invalidRequest(`there is no IndexSet ${indexSet.toLowerCase()} in this tenant`, "queryOptions.indexSet");
       if (itemIds.length > 0) members = members.filter((id) => itemIds.includes(id));
-      const range = resolveEventDateRange(request.eventDateRange, this.clock(), this.defaultZone);
+      const range = this.rangeOf(request, this.clock(), notes);
       const single = await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: members }, range, options);
       return { buckets: single.get("")! };
     }
@@ -235,7 +246,7 @@ export class TimeSeries {
     if (itemIds.length === 0) throw invalidRequest("itemIds must name at least one item", "itemIds");
     const missing = await missingItems(this.knex, tenant, itemIds);
     if (missing.length > 0) throw invalidRequest(`there is no Item ${missing.join(", ")} in this tenant`, "itemIds");
-    const series = await this.series(tenant, itemIds, { ...request, queryOptions: queryType === "EVENTS" ? { ...options, aggregation: undefined } : options });
+    const series = await this.series(tenant, itemIds, { ...request, queryOptions: queryType === "EVENTS" ? { ...options, aggregation: undefined } : options }, undefined, notes);
     return { series: [...new Set(itemIds)].map((itemId) => ({ itemId, ...series.get(itemId)! })) };
   }
 }

@@ -6,6 +6,7 @@ import { CSV_HEADER, csvLine } from "../../timeseries/export.js";
 import type { EventJson } from "../../timeseries/query.js";
 import type { QueryType } from "../../timeseries/service.js";
 import type { IngestResult } from "../../timeseries/ingest.js";
+import { RETAINED_FROM_HEADER, type QueryNotes } from "../../timeseries/retention.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../types.js";
@@ -27,6 +28,12 @@ function uploadRows(contentType: string | undefined, body: unknown, maxLineBytes
 /** `{ stored }`, and `streamed` when events of STREAM items were pushed without being stored. */
 function storedAnswer(result: IngestResult): { stored: number; streamed?: number } {
   return result.streamed > 0 ? { stored: result.stored, streamed: result.streamed } : { stored: result.stored };
+}
+
+/** `answer`, with what the read noted as headers: `Events-Retained-From` when its range starts before the retention horizon. */
+function withNotes<T>(reply: { header(name: string, value: string): unknown }, notes: QueryNotes, answer: T): T {
+  if (notes.eventsRetainedFrom !== undefined) reply.header(RETAINED_FROM_HEADER, notes.eventsRetainedFrom);
+  return answer;
 }
 
 /** The export asked for by `Accept`: NDJSON or CSV; undefined for JSON (the default). */
@@ -140,8 +147,10 @@ export function eventRoutes(app: App, { services, config }: ServerDeps): void {
     },
     async (request, reply) => {
       const format = exportFormat(request.headers.accept);
-      if (format === undefined) return services.timeSeries.itemQuery(requireTenant(request), request.params.itemId, request.body);
-      const events = await services.timeSeries.exportEvents(requireTenant(request), request.params.itemId, request.body);
+      const notes: QueryNotes = {};
+      if (format === undefined) return withNotes(reply, notes, await services.timeSeries.itemQuery(requireTenant(request), request.params.itemId, request.body, notes));
+      const events = await services.timeSeries.exportEvents(requireTenant(request), request.params.itemId, request.body, notes);
+      withNotes(reply, notes, undefined);
       return reply.type(format === "ndjson" ? NDJSON : `${CSV}; charset=utf-8`).send(Readable.from(exportLines(events, format)) as never);
     },
   );
@@ -234,6 +243,9 @@ export function eventRoutes(app: App, { services, config }: ServerDeps): void {
         },
       },
     },
-    async (request) => services.timeSeries.timelineQuery(requireTenant(request), request.body),
+    async (request, reply) => {
+      const notes: QueryNotes = {};
+      return withNotes(reply, notes, await services.timeSeries.timelineQuery(requireTenant(request), request.body, notes));
+    },
   );
 }
