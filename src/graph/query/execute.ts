@@ -137,7 +137,7 @@ function outputOf(compiled: CompiledQuery, rows: OutputRow[], limits: QueryLimit
     const label = compiled.labels[row.label]!;
     const values = output[label.name]!;
     if (label.kind === "value") values.push(row.value);
-    else if (row.id != null) values.push(entityJson(row as EntityRow));
+    else if (row.id != null) values.push(entityJson({ id: row.id, type: label.type!, key: row.key!, attributes: row.attributes! }));
   }
   return output;
 }

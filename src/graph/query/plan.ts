@@ -5,6 +5,8 @@ export interface OutputLabel {
   name: string;
   /** An entity label yields entities; a value label (only ever used as a value) yields distinct values. */
   kind: "entity" | "value";
+  /** An entity label's type (every entity it yields has it). */
+  type?: string;
 }
 
 /** An entity label of the pattern with its constants: the keys and attributes it must have. */
@@ -201,7 +203,10 @@ export function planJoins(query: Query): JoinPlan {
   }
 
   return {
-    labels: [...order.keys()].map((name) => ({ name, kind: entities.has(name) ? "entity" : "value" })),
+    labels: [...order.keys()].map((name) => {
+      const entity = entities.get(name);
+      return entity === undefined ? { name, kind: "value" } : { name, kind: "entity", type: entity.type };
+    }),
     parameters: [...parameters],
     entities: [...entities.values()].map(({ name, type, keys, attributes }) => ({ name, type, keys, attributes })),
     steps,
