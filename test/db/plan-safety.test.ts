@@ -102,6 +102,14 @@ describe("graph plans made once per statement, on tenants of very different size
     },
     { title: "a type-only walk, small tenant", query: `Agreement ?a; link:hasProduct AgreementProduct:?p.`, tenant: SMALL, params: {} },
     { title: "a type-only walk, large tenant", query: `Arrangement ?r; link:hasAccessPointRelation AccessPointRelation:?x.`, tenant: BIG, params: {} },
+    // Value joins (issue 30): the joined entity looked up through an index with the value bound before.
+    {
+      title: "a value join through the attribute index, large tenant",
+      query: `Agreement ?a; attribute:publicId \${p}; entity:key ?k. Agreement ?b; attribute:publicId ?k.`,
+      tenant: BIG,
+      params: { p: "AGR-4711" },
+    },
+    { title: "a value join on keys, small tenant", query: `Agreement ?a; attribute:publicId \${p}; entity:key ?k. AgreementProduct ?b; entity:key ?k.`, tenant: SMALL, params: { p: "AGR-1" } },
     { title: "a lookup by key, small tenant", query: `Agreement ?a; entity:key \${k}; link:hasProduct AgreementProduct:?p.`, tenant: SMALL, params: { k: "AGR-2" } },
   ];
 

@@ -83,6 +83,23 @@ describe("graph query compiler", () => {
     );
   });
 
+  it("looks an entity joined by a value known from the rows before it up through an index with that value (issue 30)", () => {
+    // The person first (its constant), ?o bound from its name, then the devices found through the
+    // tenant-scoped attribute index with that value, not read in full and filtered.
+    const joined = compile(`Device ?d; attribute:owner ?o. Person ?p; attribute:name ?o; attribute:city "C1".`).sql;
+    expect(joined).to.contain(
+      "(select e0.id, e0.key, e0.attributes, e0.tenant, e0.type from entities e0 where (graph_scoped_attributes(e0.tenant, e0.type, e0.attributes) @> " +
+        "graph_scoped_attributes(?::text, ?::text, jsonb_build_object(?::text, v0.value)) or ",
+    );
+    // A key joined by a value: the (tenant, type, key) index.
+    expect(compile(`A ?a; entity:key ?k. B ?b; entity:key ?k.`).sql).to.contain("e1.key = (to_jsonb(e0.key) #>> '{}')");
+    // An entity whose id an entity placed before holds in an attribute: the primary key.
+    expect(compile(`Meter ?m; attribute:serial "S1"; attribute:owner ?p. Person ?p.`).sql).to.match(/e1\.id = any\(array\(select t::uuid from \(select t from jsonb_array_elements_text\(/);
+    // Not with a value bound at the same entity, nor with the entity's own id.
+    expect(compile(`A ?a; attribute:p ?u; attribute:q ?u.`).sql).not.to.contain("jsonb_build_object(?::text, v0.value))");
+    expect(compile(`A ?a; attribute:p ?a.`).sql).not.to.contain("any(array(");
+  });
+
   it("never writes a value, an attribute name or a relation into the SQL text", () => {
     // Every name and value carries the marker "zq", which no generated SQL contains.
     const name = fc.stringMatching(/^[a-zA-Z0-9_]{0,10}$/).map((n) => `zq${n}`);

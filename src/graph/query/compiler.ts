@@ -1,7 +1,7 @@
 import { LRUCache } from "lru-cache";
 import { ProblemError } from "../../errors.js";
 import type { Query, Value } from "./ast.js";
-import { planJoins, type JoinPlan, type OutputLabel, type PlannedEntity, type ValueSource } from "./plan.js";
+import { planJoins, type JoinPlan, type OutputLabel, type PlannedEntity, type PlanStep, type ValueSource } from "./plan.js";
 
 export type { OutputLabel } from "./plan.js";
 
@@ -45,11 +45,15 @@ export function compileQuery(query: Query): CompiledQuery {
   return emitSql(planJoins(query));
 }
 
+/** An id as text (lower-case, hyphenated: how `id::text` writes it), as a regular expression. */
+const UUID_TEXT = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+
 /** Gated texts kept per compiled query (the gates used last): few gates are ever used. */
 const GATED_TEXTS_KEPT = 8;
 
 type Binder = (context: BindContext) => unknown;
 type Placed = PlannedEntity & { alias: string };
+type CompareStep = Extract<PlanStep, { kind: "compare" }>;
 
 /**
  * Writes a plan as one parameterised SQL statement. Every value, attribute name and relation is a
@@ -120,20 +124,65 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
       ` or ${owner}.attributes @> jsonb_build_object(${bind(() => source.name)}::text, jsonb_build_array(${value})))`
     );
   };
-  const placeEntity = (name: string, joinOn: string[]) => {
+  /** What a compare step compares with: the bound value, or the id of an entity label. */
+  const compared = (step: CompareStep) => (step.entityLabel ? `to_jsonb(${alias(step.label)}.id::text)` : valueColumns.get(step.label)!);
+  /**
+   * Value joins: the compare steps of an entity just found, at that entity, whose value is known
+   * from the rows before it. The entity is looked up with that value — by its key through the
+   * (tenant, type, key) index, or by the attribute through the tenant-scoped attribute index —
+   * instead of read in full and filtered; the compare still runs after it, the exact test.
+   */
+  const placedNames = new Set<string>();
+  const valueJoinsAfter = (index: number, name: string): CompareStep[] => {
+    const joins: CompareStep[] = [];
+    for (const step of plan.steps.slice(index + 1)) {
+      if (step.kind === "find" || step.kind === "follow") break;
+      if (step.kind !== "compare" || step.label === step.owner) continue;
+      // With a value from the rows before (not one bound at this entity): at this entity, a value
+      // or the id of an entity placed before; or this entity's own id, held by one placed before.
+      const atThis = step.owner === name && (step.entityLabel ? placedNames.has(step.label) : valueColumns.has(step.label));
+      const itsId = step.entityLabel && step.label === name && placedNames.has(step.owner);
+      if (atThis || itsId) joins.push(step);
+    }
+    return joins;
+  };
+  const placeEntity = (name: string, joinOn: string[], joins: CompareStep[] = []) => {
     const e = entities.get(name)!;
     const first = lastPlaced === "";
-    const visit = first || joinOn.length > 0 ? VISIT : visitAfter(lastPlaced);
+    const visit = first || joinOn.length > 0 || joins.length > 0 ? VISIT : visitAfter(lastPlaced);
+    const byKey = joins.filter((j) => j.owner === name && j.source.kind === "key").map((j) => `${e.alias}.key = (${compared(j)} #>> '{}')`);
+    // Its id held by an entity placed before, as its key or in an attribute: a lookup by the
+    // primary key with the texts that are ids (any other text cannot equal one).
+    const byId = joins
+      .filter((j) => j.label === name)
+      .map((j) => {
+        const owner = alias(j.owner);
+        const source = j.source;
+        const raw = () => `${owner}.attributes -> ${bind(() => (source.kind === "attribute" ? source.name : ""))}`;
+        const texts =
+          source.kind === "key"
+            ? `select ${owner}.key as t`
+            : `select t from jsonb_array_elements_text(case jsonb_typeof(${raw()}) when 'array' then ${raw()} else jsonb_build_array(${raw()}) end) x(t)`;
+        return `${e.alias}.id = any(array(select t::uuid from (${texts}) ids where t ~ '${UUID_TEXT}'))`;
+      });
+    const scopedJoins = joins.flatMap((j) => {
+      if (j.owner !== name || j.source.kind === "key") return [];
+      const attribute = j.source.name;
+      const holds = (value: string) =>
+        `graph_scoped_attributes(${e.alias}.tenant, ${e.alias}.type, ${e.alias}.attributes) @> ` +
+        `graph_scoped_attributes(${tenant()}::text, ${bind(() => e.type)}::text, jsonb_build_object(${bind(() => attribute)}::text, ${value}))`;
+      return [`(${holds(compared(j))} or ${holds(`jsonb_build_array(${compared(j)})`)})`];
+    });
     // An entity found by its attributes alone is read through the tenant-scoped index only, in a
     // subquery of its own: its tenant and type, outside it, cannot be added to that lookup as an
     // index condition (a bitmap AND with the tenant's whole range of the type, which a plan made
     // without the caller's values would choose). They still hold for every row, as a filter.
-    const byAttributes = e.keys.length === 0 && e.attributes.length > 0;
+    const byAttributes = e.keys.length + byKey.length + byId.length === 0 && e.attributes.length + scopedJoins.length > 0;
     const source = byAttributes
       ? `(select ${e.alias}.id, ${e.alias}.key, ${e.alias}.attributes, ${e.alias}.tenant, ${e.alias}.type from entities ${e.alias} ` +
-        `where ${[...attributeConditions(e, true), visit].join(" and ")} offset 0) ${e.alias}`
+        `where ${[...attributeConditions(e, true), ...scopedJoins, visit].join(" and ")} offset 0) ${e.alias}`
       : `entities ${e.alias}`;
-    const conditions = byAttributes ? identityConditions(e) : [...identityConditions(e), ...attributeConditions(e, false), visit];
+    const conditions = byAttributes ? identityConditions(e) : [...identityConditions(e), ...byKey, ...byId, ...attributeConditions(e, false), visit];
     if (first) {
       from.push(source);
       where.push(...conditions);
@@ -141,12 +190,13 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
       from.push(`cross join lateral (select ${e.alias}.id, ${e.alias}.key, ${e.alias}.attributes from ${source} where ${[...joinOn, ...conditions].join(" and ")} offset 0) ${e.alias}`);
     }
     lastPlaced = e.alias;
+    placedNames.add(name);
   };
 
-  for (const step of plan.steps) {
+  plan.steps.forEach((step, index) => {
     switch (step.kind) {
       case "find":
-        placeEntity(step.entity, []);
+        placeEntity(step.entity, [], valueJoinsAfter(index, step.entity));
         break;
       case "follow": {
         // The link is followed from the placed end; the entity it reaches is then looked up by id.
@@ -170,7 +220,7 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
         break;
       }
       case "compare":
-        where.push(holds(alias(step.owner), step.source, step.entityLabel ? `to_jsonb(${alias(step.label)}.id::text)` : valueColumns.get(step.label)!));
+        where.push(holds(alias(step.owner), step.source, compared(step)));
         break;
       case "bind": {
         const owner = alias(step.owner);
@@ -188,7 +238,7 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
         break;
       }
     }
-  }
+  });
 
   // Columns of the match rows: one per label, in the order labels first appear; an entity's key
   // and attributes come along from the walk, which read them already, so the output needs no

@@ -173,8 +173,14 @@ export function planJoins(query: Query): JoinPlan {
   const bestOf = (candidates: PlannedEntity[]) => candidates.reduce((best, e) => (before(e, best) ? e : best));
   const linkKey = (l: PlannedLink) => `${l.relation}\u0000${l.from}\u0000${l.to}`;
   const pending = sortBy([...links], linkKey);
+  // A part no link reaches from the placed ones starts where a value known already joins it (looked
+  // up through an index with that value, src/graph/query/compiler.ts), else where constants select most.
+  const joinable = (e: PlannedEntity) =>
+    valueUses.filter((u) => u.owner === e.name && (bound.has(u.label) || placed.has(u.label))).length * SELECTIVITY_ATTRIBUTE;
+  const startOf = (candidates: PlannedEntity[]) =>
+    candidates.reduce((best, e) => (joinable(e) !== joinable(best) ? (joinable(e) > joinable(best) ? e : best) : before(e, best) ? e : best));
   while (placed.size < entities.size) {
-    place({ kind: "find", entity: bestOf([...entities.values()].filter((e) => !placed.has(e.name))).name });
+    place({ kind: "find", entity: startOf([...entities.values()].filter((e) => !placed.has(e.name))).name });
     for (;;) {
       // Links whose both ends are placed are checked at once; they cannot multiply rows.
       for (let i = 0; i < pending.length; ) {
