@@ -206,7 +206,7 @@ export const migrations: Migration[] = [
     ],
   },
   {
-    id: "008_scoped_attributes_inlined",
+    id: "010_scoped_attributes_inlined",
     statements: [
       // The same values (the index keeps its entries), from functions that are all immutable, so
       // PostgreSQL inlines the function wherever it is called instead of running it as a SQL
