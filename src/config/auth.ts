@@ -17,7 +17,7 @@ const algorithmList: Kind<KeySetAlgorithm[]> = {
     )
       .schema(name)
       .transform((v) => (v === undefined ? undefined : [...new Set(v.split(",").map((a) => a.trim() as KeySetAlgorithm))])),
-  allowed: `comma-separated list of ${KEY_SET_ALGORITHMS.map((a) => `\`${a}\``).join(", ")}`,
+  allowed: "comma-separated: `RS256`–`RS512`, `PS256`–`PS512`, `ES256`–`ES512`, `EdDSA`, `Ed25519`",
   show: (list) => `\`${list.join(",")}\``,
 };
 
@@ -40,7 +40,7 @@ export const authSettings = {
     env: "JWT_SECRET",
     kind: secretText,
     secret: "value",
-    absent: "one of `JWT_SECRET`, `JWT_PUBLIC_KEY`, `JWT_JWKS_URL` and `OIDC_ISSUER_URL` is required unless `AUTH_DISABLED=true`",
+    absent: "one way to check tokens is required unless `AUTH_DISABLED=true`",
     doc: "HS256 key of the tokens, at least 32 bytes.",
   }),
   publicKey: setting({
@@ -53,31 +53,31 @@ export const authSettings = {
     env: "JWT_JWKS_URL",
     kind: httpUrl("https://login.example.com/.well-known/jwks.json"),
     absent: "none",
-    doc: "URL of the identity provider's key set (JWKS): a token's key is the one of its `kid`, fetched when unknown.",
+    doc: "URL of the identity provider's key set (JWKS); a token's key is found by its `kid`.",
   }),
   oidcIssuerUrl: setting({
     env: "OIDC_ISSUER_URL",
     kind: httpUrl("https://keycloak.example.com/realms/main"),
     absent: "none",
-    doc: "OpenID Connect issuer: its key set is found by discovery (`/.well-known/openid-configuration`) and tokens must carry it as `iss`.",
+    doc: "OpenID Connect issuer: its key set is found by discovery; tokens must carry it as `iss`.",
   }),
   algorithms: setting({
     env: "JWT_ALGORITHMS",
     kind: algorithmList,
     default: ["RS256", "PS256", "ES256", "EdDSA"],
-    doc: "Signing algorithms accepted with `JWT_JWKS_URL` or `OIDC_ISSUER_URL`.",
+    doc: "Algorithms accepted with a key set (JWKS, OIDC).",
   }),
   jwksCacheMaxAgeMs: setting({
     env: "JWT_JWKS_CACHE_MAX_AGE_MS",
     kind: integer(1_000, 86_400_000, "ms"),
     default: 600_000,
-    doc: "Age after which the key set is fetched again (its keys stay in use while the provider cannot be reached).",
+    doc: "Age after which the key set is fetched again (kept in use while that fails).",
   }),
   jwksCooldownMs: setting({
     env: "JWT_JWKS_COOLDOWN_MS",
     kind: integer(0, 3_600_000, "ms"),
     default: 30_000,
-    doc: "Least time between two fetches of the key set for an unknown `kid`, and after a failed fetch.",
+    doc: "Least time between fetches for an unknown `kid`, and after a failed fetch.",
   }),
   jwksTimeoutMs: setting({ env: "JWT_JWKS_TIMEOUT_MS", kind: integer(100, 60_000, "ms"), default: 5_000, doc: "Time-out of a fetch of the key set or discovery document." }),
   userClaim: setting({ env: "JWT_USER_CLAIM", kind: text, default: "sub", doc: "Claim holding the user id (`${userId}`)." }),
@@ -87,14 +87,14 @@ export const authSettings = {
     env: "JWT_ROLES_CLAIM",
     kind: text,
     default: "roles",
-    doc: "Claim paths (comma-separated) holding the roles: arrays of names, or space-separated names (`scope`).",
+    doc: "Claim paths (comma-separated) of the roles: arrays, or space-separated names (`scope`).",
     notes: claimPathNotes,
   }),
   roleMap: setting({
     env: "JWT_ROLE_MAP",
     kind: roleMap,
-    absent: "the token's role names are the service's",
-    doc: "The provider's role names mapped to the service's (`realm-admin=admin,ops=admin`); when set, a role it does not name counts as none.",
+    absent: "names kept as they are",
+    doc: "Provider roles mapped to ours (`realm-admin=admin,ops=admin`); others count as none.",
   }),
   tenantsClaim: setting({
     env: "JWT_TENANTS_CLAIM",
@@ -113,7 +113,9 @@ export const authSettings = {
 
 export const authGroup: Group = {
   title: "Authentication",
-  about: "How the REST API checks bearer tokens. The workers alone (`npm run worker`) serve no API and need no key.",
+  about:
+    "How the REST API checks bearer tokens: with one of `JWT_SECRET`, `JWT_PUBLIC_KEY`, `JWT_JWKS_URL`, `OIDC_ISSUER_URL` " +
+    "([identity providers](../how-to/identity.md)). The workers alone (`npm run worker`) serve no API and need no key.",
   settings: authSettings,
 };
 

@@ -6,6 +6,7 @@ import { createAuthenticator, type Authenticator } from "../../src/http/auth.js"
 import { backend, randomTenant } from "../support/backends.js";
 import { JwksServer, providerKey, type ProviderKey } from "../support/jwks-server.js";
 import { testServer, type TestServer } from "../support/server.js";
+import { createItem, StreamClient } from "../support/streams.js";
 import { hsToken, unsignedToken } from "../support/tokens.js";
 
 /** What an authenticator answers: the principal, or the problem's status, code and detail. */
@@ -162,6 +163,20 @@ describe("tokens checked with an identity provider's key set (JWKS, OIDC discove
       const warning = server.logs.entries.find((e) => e.message === "the identity provider's key set could not be fetched");
       expect(warning, "the failed fetch is logged").to.not.equal(undefined);
       expect(String(warning?.error)).to.match(/200 OK/);
+    });
+
+    it("closes a stream with 1013 for a token whose key cannot be fetched, and serves one whose key is cached", async () => {
+      server = await testServer(db, { JWT_SECRET: "", OIDC_ISSUER_URL: provider.issuer, JWT_JWKS_COOLDOWN_MS: "0" });
+      const base = await server.app.listen({ port: 0, host: "127.0.0.1" });
+      const tenant = randomTenant();
+      const item = await createItem(base, await provider.token(rs256, admin), tenant);
+      provider.failing = true;
+      const url = `${base.replace("http", "ws")}/items/${item}/stream`;
+      const cached = new StreamClient(url, { token: await provider.token(rs256, { ...admin, sub: "streamer" }), tenant });
+      await cached.subscribed();
+      cached.close();
+      const unknown = new StreamClient(url, { token: await provider.token(await providerKey("EdDSA"), admin), tenant });
+      expect(await unknown.closed).to.deep.include({ code: 1013 });
     });
   });
 });
