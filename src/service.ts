@@ -59,7 +59,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
   metrics.observeTransforms(() => services.transforms.stats());
   const workers: RunningWorker[] = [];
   try {
-    server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services, metrics, workers: () => workers });
+    server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth, undefined, logger), services, metrics, workers: () => workers });
   } catch (err) {
     await partitions.stop();
     await db.close();

@@ -89,10 +89,37 @@ describe("configuration", () => {
     expect(problemsOf({ JWT_SECRET: SECRET, DATABASE_URL: "mysql://localhost/db" })[0]).to.match(/^DATABASE_URL:/);
   });
 
-  it("refuses to start with auth on but neither JWT_SECRET nor JWT_PUBLIC_KEY", () => {
+  it("refuses to start with auth on but no way to check tokens", () => {
     expect(problemsOf({})).to.deep.equal([
-      "neither JWT_SECRET nor JWT_PUBLIC_KEY is set; set one, or AUTH_DISABLED=true for development only",
+      "none of JWT_SECRET, JWT_PUBLIC_KEY, JWT_JWKS_URL and OIDC_ISSUER_URL is set; set one, or AUTH_DISABLED=true for development only",
     ]);
+  });
+
+  it("reads an identity provider's key set, its timing, algorithms, claim paths and role map", () => {
+    const oidc = loadConfig({ OIDC_ISSUER_URL: "https://kc.example.com/realms/main", JWT_ROLES_CLAIM: "realm_access.roles", JWT_ROLE_MAP: "realm-admin=admin, ops=admin" }).auth;
+    expect(oidc.disabled === false && oidc.key).to.deep.equal({
+      kind: "remote",
+      oidcIssuerUrl: "https://kc.example.com/realms/main",
+      algorithms: ["RS256", "PS256", "ES256", "EdDSA"],
+      cacheMaxAgeMs: 600_000,
+      cooldownMs: 30_000,
+      timeoutMs: 5_000,
+    });
+    expect(oidc).to.deep.include({ issuer: "https://kc.example.com/realms/main", rolesClaim: "realm_access.roles" });
+    expect(oidc.disabled === false && [...(oidc.roleMap ?? [])]).to.deep.equal([["realm-admin", ["admin"]], ["ops", ["admin"]]]);
+    const jwks = loadConfig({ JWT_JWKS_URL: "https://login.example.com/jwks.json", JWT_ALGORITHMS: "ES256, EdDSA", JWT_JWKS_COOLDOWN_MS: "0" }).auth;
+    expect(jwks.disabled === false && jwks.key).to.deep.include({ kind: "remote", jwksUrl: "https://login.example.com/jwks.json", algorithms: ["ES256", "EdDSA"], cooldownMs: 0 });
+    expect(jwks.disabled === false && jwks.issuer).to.equal(undefined);
+  });
+
+  it("refuses two ways to check tokens, a bad algorithm list or role map, and an issuer disagreeing with OIDC_ISSUER_URL", () => {
+    const oidc = { OIDC_ISSUER_URL: "https://kc.example.com/realms/main" };
+    expect(problemsOf({ ...oidc, JWT_SECRET: SECRET })).to.deep.equal(["JWT_SECRET and JWT_JWKS_URL or OIDC_ISSUER_URL are both set: choose one way to check tokens"]);
+    expect(problemsOf({ ...oidc, JWT_ALGORITHMS: "RS256,HS256" })[0]).to.match(/^JWT_ALGORITHMS: JWT_ALGORITHMS must be a comma-separated list of RS256/);
+    expect(problemsOf({ ...oidc, JWT_ROLE_MAP: "admin" })[0]).to.match(/^JWT_ROLE_MAP: JWT_ROLE_MAP must be a comma-separated list of provider-role=role pairs/);
+    expect(problemsOf({ ...oidc, JWT_ISSUER: "https://elsewhere.example.com" })).to.deep.equal(["JWT_ISSUER and OIDC_ISSUER_URL disagree: the issuer is OIDC_ISSUER_URL, leave JWT_ISSUER out"]);
+    expect(problemsOf({ JWT_SECRET: SECRET, JWT_ALGORITHMS: "RS256" })).to.deep.equal(["JWT_ALGORITHMS applies to a key set only: set JWT_JWKS_URL or OIDC_ISSUER_URL, or leave it out"]);
+    expect(problemsOf({ OIDC_ISSUER_URL: "kc.example.com" })[0]).to.match(/^OIDC_ISSUER_URL: OIDC_ISSUER_URL must be an http\(s\) URL/);
   });
 
   it("accepts no key when AUTH_DISABLED=true", () => {

@@ -1,13 +1,20 @@
-import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from "jose";
+import type { KeyObject } from "node:crypto";
+import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from "jose";
 import { LRUCache } from "lru-cache";
 import type { AuthConfig } from "../config.js";
 import { ProblemError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { claimPaths, readRoles, readTenants } from "./claims.js";
+import { RemoteKeys } from "./remote-keys.js";
 
 /** Who is calling, as the verified token says. */
 export interface Principal {
   /** The configured user claim (default `sub`); undefined when the token has none. */
   userId: string | undefined;
-  /** The `roles` claim, when it is an array of strings. The roles apply within {@link tenants} only. */
+  /**
+   * The roles of the roles claims (JWT_ROLES_CLAIM, default `roles`), through JWT_ROLE_MAP when set.
+   * The roles apply within {@link tenants} only.
+   */
   roles: string[];
   /** The tenants the token may act in (the configured tenants claim): `"*"` for every tenant. */
   tenants: "*" | ReadonlySet<string>;
@@ -29,20 +36,18 @@ export function mayActIn(principal: Principal, tenant: string): boolean {
 }
 
 /**
- * Verifies `Authorization: Bearer <JWT>` with jose. Only the one algorithm the configured key is
- * for is accepted, so `alg: none` and algorithm confusion (an HS256 token signed with a public
- * key) fail like a bad signature.
+ * Verifies `Authorization: Bearer <JWT>` with jose: with the HS256 secret, the PEM public key, or the
+ * identity provider's key set (JWKS, by `kid`). Only the algorithms of the configured key are
+ * accepted, so `alg: none` and algorithm confusion (an HS256 token signed with a public key) fail
+ * like a bad signature. REST, the streams' first message and their renewals all verify here.
  */
-export function createAuthenticator(auth: AuthConfig, verifiedTokensKept = 10_000): Authenticator {
+export function createAuthenticator(auth: AuthConfig, verifiedTokensKept = 10_000, logger?: Logger): Authenticator {
   if (auth.disabled) return async () => developmentPrincipal;
-  const verifyKey = auth.key.kind === "secret" ? auth.key.secret.bytes() : auth.key.key;
-  const options: JWTVerifyOptions = {
-    algorithms: [auth.key.kind === "secret" ? "HS256" : auth.key.algorithm],
-    clockTolerance: auth.clockSkewSeconds,
-    requiredClaims: ["exp"],
-  };
+  const { key, algorithms } = verification(auth.key, logger);
+  const options: JWTVerifyOptions = { algorithms, clockTolerance: auth.clockSkewSeconds, requiredClaims: ["exp"] };
   if (auth.issuer !== undefined) options.issuer = auth.issuer;
   if (auth.audience !== undefined) options.audience = auth.audience;
+  const rolesClaims = claimPaths(auth.rolesClaim);
 
   const verified = new VerifiedTokens(verifiedTokensKept);
   return async (authorization) => {
@@ -51,8 +56,10 @@ export function createAuthenticator(auth: AuthConfig, verifiedTokensKept = 10_00
     if (known !== undefined) return known;
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, verifyKey, options));
+      ({ payload } = await (typeof key === "function" ? jwtVerify(token, key, options) : jwtVerify(token, key, options)));
     } catch (err) {
+      // A key set's own answer: a 503 while the provider cannot be reached, a 401 for an unknown kid.
+      if (err instanceof ProblemError) throw err;
       throw new ProblemError("UNAUTHENTICATED", reasonRejected(err));
     }
     // jose checks iat only against a maximum age; a token issued in the future is refused here.
@@ -60,8 +67,8 @@ export function createAuthenticator(auth: AuthConfig, verifiedTokensKept = 10_00
       throw new ProblemError("UNAUTHENTICATED", `the token's "iat" claim is not valid: it lies in the future`);
     }
     const user = payload[auth.userClaim];
-    const roles = Array.isArray(payload.roles) ? payload.roles.filter((r): r is string => typeof r === "string") : [];
-    const tenants = readTenants(payload[auth.tenantsClaim], auth.tenantsClaim);
+    const roles = readRoles(payload, rolesClaims, auth.roleMap);
+    const tenants = readTenants(payload, auth.tenantsClaim);
     const expiresAtMs = (payload.exp! + auth.clockSkewSeconds) * 1000;
     const principal: Principal = Object.freeze({ userId: typeof user === "string" || typeof user === "number" ? String(user) : undefined, roles: Object.freeze(roles) as string[], tenants, expiresAtMs });
     verified.add(token, principal);
@@ -69,10 +76,18 @@ export function createAuthenticator(auth: AuthConfig, verifiedTokensKept = 10_00
   };
 }
 
+/** The key (or a provider's key resolver) and the algorithms it may be used with. */
+function verification(key: Extract<AuthConfig, { disabled: false }>["key"], logger: Logger | undefined): { key: Uint8Array | KeyObject | JWTVerifyGetKey; algorithms: string[] } {
+  if (key.kind === "secret") return { key: key.secret.bytes(), algorithms: ["HS256"] };
+  if (key.kind === "public") return { key: key.key, algorithms: [key.algorithm] };
+  const remote = new RemoteKeys(key, { cacheMaxAgeMs: key.cacheMaxAgeMs, cooldownMs: key.cooldownMs, timeoutMs: key.timeoutMs, logger });
+  return { key: remote.key, algorithms: key.algorithms };
+}
+
 /**
- * Tokens verified before, with what they said, until they expire. The key is configured once and
- * never changes in a running process, so a token that verified once verifies again until its `exp`
- * (plus the clock skew) — `nbf` and `iat` lie behind once it has verified. Verifying a signature
+ * Tokens verified before, with what they said, until they expire. A key once used to verify is
+ * trusted until the token's `exp` (plus the clock skew) — a provider's key rotated out does not
+ * revoke the tokens it signed — and `nbf` and `iat` lie behind once it has verified. Verifying a signature
  * was a tenth of a request's CPU (profiled under load). Only accepted tokens are kept, at most
  * `capacity` (a few MB of tokens), the least recently used dropped first.
  */
@@ -97,20 +112,6 @@ class VerifiedTokens {
     const ttl = Math.ceil(principal.expiresAtMs!) - 1 - start;
     if (ttl > 0) this.tokens.set(token, principal, { ttl, start });
   }
-}
-
-/**
- * The tenants claim: an array of tenant names (`"*"` among them means every tenant), or `"*"`.
- * Absent, it names no tenant. Any other shape is a token this service cannot read: refused as
- * unauthenticated rather than guessed at.
- */
-function readTenants(claim: unknown, name: string): "*" | ReadonlySet<string> {
-  if (claim === undefined) return new Set();
-  if (claim === "*") return "*";
-  if (Array.isArray(claim) && claim.every((t): t is string => typeof t === "string")) {
-    return claim.includes("*") ? "*" : new Set(claim);
-  }
-  throw new ProblemError("UNAUTHENTICATED", `the token's "${name}" claim is not valid: it must be an array of tenant names or "*"`);
 }
 
 function bearerToken(authorization: string | undefined): string {

@@ -36,7 +36,7 @@ export async function testServer(db: Database, env: Record<string, string> = {},
   const metrics = new Metrics();
   const services = createServices(config, db);
   metrics.observeTransforms(() => services.transforms.stats());
-  const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth), services, metrics, workers: () => workers });
+  const app = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth, undefined, logger), services, metrics, workers: () => workers });
   app.addHook("onClose", () => services.transforms.close());
   await app.ready();
   return { app, config, logs, logger, metrics, services };

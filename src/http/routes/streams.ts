@@ -149,7 +149,7 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
     try {
       caller = { principal: await deps.authenticate(given.authorization), tenant: readTenant(given.tenant) };
     } catch (err) {
-      if (err instanceof ProblemError) throw new StreamRefusal(err.code === "UNAUTHENTICATED" ? CLOSE.unauthenticated : CLOSE.badRequest, err.message);
+      if (err instanceof ProblemError) throw new StreamRefusal(refusalCode(err, CLOSE.badRequest), err.message);
       throw err;
     }
     permitted(caller.principal, caller.tenant);
@@ -179,7 +179,7 @@ export function streamRoutes(app: App, deps: ServerDeps): void {
       try {
         principal = await deps.authenticate(`Bearer ${given.token}`);
       } catch (err) {
-        if (err instanceof ProblemError) throw new StreamRefusal(CLOSE.unauthenticated, err.message);
+        if (err instanceof ProblemError) throw new StreamRefusal(refusalCode(err, CLOSE.unauthenticated), err.message);
         throw err;
       }
       permitted(principal, tenant);
@@ -283,4 +283,10 @@ function pingRound(connections: Set<StreamConnection>): void {
     c.awaitingPong = true;
     c.socket.ping();
   }
+}
+
+/** The close code of a refused token: 4401, or 1013 (try again later) while the identity provider's keys cannot be fetched. */
+function refusalCode(err: ProblemError, otherwise: number): number {
+  if (err.code === "UNAVAILABLE") return 1013;
+  return err.code === "UNAUTHENTICATED" ? CLOSE.unauthenticated : otherwise;
 }
