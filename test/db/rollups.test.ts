@@ -8,6 +8,7 @@ import { ingestEvents } from "../../src/timeseries/ingest.js";
 import { aggregateEvents, METRICS, type BucketJson, type Metric, type Timeline } from "../../src/timeseries/query.js";
 import { rollupPlan } from "../../src/timeseries/rollup-plan.js";
 import { drainMarks } from "../../src/timeseries/rollup-store.js";
+import { TimeSeries } from "../../src/timeseries/service.js";
 import { bucketStarts } from "../../src/timeseries/bucket-range.js";
 import { backend, backendNames, describeEachBackend } from "../support/backends.js";
 
@@ -175,5 +176,37 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     const again = await items();
     await ingestEvents(ctx.db.knex, ctx.tenant, events.map((e) => ({ ...e, itemId: again[0] })));
     await compare(again, q);
+  });
+
+  it("answers from the rollups past the retention horizon once the raw month is dropped, and 422 where they do not tile", async () => {
+    const ids = await items();
+    const month = Date.UTC(1990, 0, 1);
+    await ctx.db.knex.raw("select events_month_partition(?::timestamp)", ["1990-01-01T00:00:00"]);
+    const events = Array.from({ length: 31 * 24 }, (_, k) => ({ itemId: ids[k % 2], timestamp: new Date(month + k * 3_600_000).toISOString(), value: k / 4 }));
+    await ingestEvents(ctx.db.knex, ctx.tenant, events);
+    // Rolled up while the events were within retention (a reader without one), then read under a retention of 30 days.
+    const forever = new TimeSeries(ctx.db.knex, "UTC", undefined, undefined, undefined, ["UTC", "Europe/Brussels"]);
+    const kept = new TimeSeries(ctx.db.knex, "UTC", undefined, undefined, 30, ["UTC", "Europe/Brussels"]);
+    let reader = forever;
+    const ask = (zone: string, interval: Interval, metric: Metric, from = "1990-01-01T00:00:00Z") =>
+      reader.singleTimeline(ctx.tenant, ids, { eventDateRange: { period: "Custom range", from, to: "1990-02-01T00:00:00Z", timeZone: zone }, queryOptions: { aggregation: { metric, interval } } });
+    const before = [await ask("UTC", "Monthly", "sum"), await ask("UTC", "Daily", "diff"), await ask("Europe/Brussels", "Hourly", "max", "1990-01-05T00:00:00Z")];
+    expect(before[0]![0]!.value).to.equal(events.reduce((a, e) => a + e.value, 0));
+    await drainMarks(ctx.db.knex);
+    // What the upkeep does past the horizon: the month's table dropped whole.
+    await ctx.db.knex.raw("drop table events_y1990m01");
+    reader = kept;
+    expect(await ask("UTC", "Monthly", "sum")).to.deep.equal(before[0]);
+    expect(await ask("UTC", "Daily", "diff")).to.deep.equal(before[1]);
+    expect(await ask("Europe/Brussels", "Hourly", "max", "1990-01-05T00:00:00Z")).to.deep.equal(before[2]);
+    // Not on the quarter hour, or cardinality: raw events are needed, and they are gone.
+    for (const [from, metric] of [["1990-01-01T00:00:01Z", "sum"], ["1990-01-01T00:00:00Z", "cardinality"]] as const) {
+      const refused = await ask("UTC", "Daily", metric, from).then(
+        () => undefined,
+        (err: unknown) => err as { status?: number; message: string },
+      );
+      expect(refused?.status, `${metric} from ${from}`).to.equal(422);
+      expect(refused!.message).to.match(/retention horizon/);
+    }
   });
 });
