@@ -12,7 +12,8 @@
  *  4. the embedded database: the portfolio queries against its raw GROUP BY, and its ingest.
  *
  *   npm run build && node dist/bench/rollups.js [--items=1000] [--runs=15] [--raw-runs=3] [--dense-items=100]
- *     [--ingest-items=100] [--ingest-days=31] [--embedded-items=20] [--database-url=postgres://postgres@127.0.0.1:5432/bench_rollups]
+ *     [--ingest-items=100] [--ingest-days=31] [--embedded-items=20] [--parts=portfolio,dense,ingest,embedded]
+ *     [--database-url=postgres://postgres@127.0.0.1:5432/bench_rollups]
  *
  * The database of --database-url is made when missing; a tenant seeded by an earlier run with the
  * same item count is used again (seeding is SQL: generate_series, then the reconcile builds the rollups).
@@ -38,6 +39,7 @@ const denseItems = Number(option("dense-items", "100"));
 const ingestItems = Number(option("ingest-items", "100"));
 const ingestDays = Number(option("ingest-days", "31"));
 const embeddedItems = Number(option("embedded-items", "20"));
+const parts = option("parts", "portfolio,dense,ingest,embedded").split(",");
 const ZONES = ["UTC", "Europe/Brussels"];
 const DAY_MS = 86_400_000;
 
@@ -197,18 +199,27 @@ async function main(): Promise<void> {
   await ensureDatabase(databaseUrl);
   const db = await openDatabase({ databaseUrl, dataDir: "memory://", poolSize: 4, timeouts: { statementMs: 3_600_000, idleInTransactionMs: 3_600_000 } });
   try {
-    const ids = await seed(db.knex, `bench-${items}`, items, 15);
-    await portfolio(db, `bench-${items}`, ids, `${items} items`, runs, rawRuns);
+    if (parts.includes("portfolio")) {
+      const ids = await seed(db.knex, `bench-${items}`, items, 15);
+      await portfolio(db, `bench-${items}`, ids, `${items} items`, runs, rawRuns);
+    }
+    if (parts.includes("dense")) await doubled(db);
+    if (parts.includes("ingest")) await ingest(db);
+  } finally {
+    await db.close();
+  }
+  if (embeddedItems > 0 && parts.includes("embedded")) await embedded();
+}
+
+/** The portfolio queries with 15-minute and with 7.5-minute events: twice the events per bucket. */
+async function doubled(db: Database): Promise<void> {
+  {
     const sparse = await seed(db.knex, `bench-dense-${denseItems}-15`, denseItems, 15);
     const dense = await seed(db.knex, `bench-dense-${denseItems}-7.5`, denseItems, 7.5);
     const a = await portfolio(db, `bench-dense-${denseItems}-15`, sparse, `${denseItems} items, 15-min events`, runs, 1);
     const b = await portfolio(db, `bench-dense-${denseItems}-7.5`, dense, `${denseItems} items, 7.5-min events`, runs, 1);
     for (const [key, ms] of a) console.log(`events per bucket doubled, ${key}: ${ms.toFixed(1)} -> ${b.get(key)!.toFixed(1)} ms (${((b.get(key)! / ms - 1) * 100).toFixed(0)} %)`);
-    await ingest(db);
-  } finally {
-    await db.close();
   }
-  if (embeddedItems > 0) await embedded();
 }
 
 main().catch((err: unknown) => {
