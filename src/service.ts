@@ -1,6 +1,8 @@
 import type { Config } from "./config.js";
 import { openDatabase, redactUrl, type Database } from "./db/database.js";
 import { startPartitionUpkeep } from "./db/partitions.js";
+import { startRollupUpkeep } from "./timeseries/rollup-store.js";
+import { rollupFloor } from "./timeseries/retention.js";
 import { createAuthenticator } from "./http/auth.js";
 import { buildServer } from "./http/server.js";
 import type { App } from "./http/types.js";
@@ -53,6 +55,11 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     onWarning: (message) => logger.warn("events partitions", { message }),
     onDone: (upkeep) => (upkeep.created.length > 0 || upkeep.dropped.length > 0 || upkeep.deleted > 0) && logger.info("events partitions kept", { ...upkeep }),
   });
+  // The rollups' invalidation log drained in the background (src/timeseries/rollup-store.ts).
+  const rollups = startRollupUpkeep(db.knex, {
+    floor: () => rollupFloor(config.eventsRetentionDays, new Date()),
+    onWarning: (message) => logger.warn("events rollups", { message }),
+  });
   let server: App;
   const services = createServices(config, db);
   const metrics = new Metrics();
@@ -61,7 +68,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
   try {
     server = await buildServer({ config, db, logger, authenticate: createAuthenticator(config.auth, undefined, logger), services, metrics, workers: () => workers });
   } catch (err) {
-    await partitions.stop();
+    await Promise.all([partitions.stop(), rollups.stop()]);
     await db.close();
     throw err;
   }
@@ -91,7 +98,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
         } finally {
           await services.streams.stop();
           await services.transforms.close();
-          await partitions.stop();
+          await Promise.all([partitions.stop(), rollups.stop()]);
           await db.close();
         }
       })();

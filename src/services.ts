@@ -25,7 +25,8 @@ export function createServices(config: Config, db: Database): Services {
   // Calculations read series through a reader of their own, which answers no derived items;
   // the time series the transports use answer those through the calculations. No late wiring.
   const query = { timeoutMs: config.queryTimeoutMs, maxRows: config.queryMaxRows };
-  const calculations = new Calculations(db.knex, db.graph, new TimeSeries(db.knex, config.defaultTimeZone, undefined, undefined, config.eventsRetentionDays), {
+  const rollupZones = config.rollupZones.split(",").map((zone) => zone.trim());
+  const calculations = new Calculations(db.knex, db.graph, new TimeSeries(db.knex, config.defaultTimeZone, undefined, undefined, config.eventsRetentionDays, rollupZones), {
     timeoutMs: config.calculationTimeoutMs,
     query,
     steps: { maxSteps: config.calculationMaxSteps, expression: { maxLength: config.expressionMaxLength, maxDepth: config.expressionMaxDepth } },
@@ -36,6 +37,7 @@ export function createServices(config: Config, db: Database): Services {
     undefined,
     (tenant, externalId, request) => calculations.calculate(tenant, externalId, request),
     config.eventsRetentionDays,
+    rollupZones,
   );
   const transforms = new TransformPool({
     processes: config.transformProcesses,

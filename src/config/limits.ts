@@ -42,7 +42,17 @@ export const timeSeriesSettings = {
     doc: "Days events are kept: each month of events wholly older is dropped, checked at start and hourly.",
     notes:
       "A query whose range ends at or before the horizon (now less these days) is a `422` naming it; " +
-      "one that starts before it answers with the header `Events-Retained-From` (docs/reference/time-series.md, Retention).",
+      "one that starts before it answers with the header `Events-Retained-From` (docs/reference/time-series.md, Retention). " +
+      "Aggregations the rollups tile are answered past it.",
+  }),
+  rollupZones: setting({
+    env: "ROLLUP_ZONES",
+    kind: checkedText((v) => v.split(",").every((zone) => isTimeZone(zone.trim())), "must be IANA time zones separated by commas, such as UTC,Europe/Brussels", "IANA time zones, comma-separated"),
+    default: "UTC",
+    doc: "Zones whose local days and months the events' rollups hold, beside the 15-minute UTC cells that serve every zone.",
+    notes:
+      "Daily and coarser aggregations in these zones read a row per item and day (or month); in other zones they read the cells. " +
+      "Each zone is built from the cells at its first query (docs/reference/time-series.md, Rollups).",
   }),
 };
 

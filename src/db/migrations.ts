@@ -206,6 +206,43 @@ export const migrations: Migration[] = [
     ],
   },
   {
+    id: "008_event_rollups",
+    statements: [
+      // Rollups of the events (docs/decisions/2026-11-27-event-rollups.md, src/timeseries/rollup-store.ts):
+      // 15-minute UTC cells, and per zone of ROLLUP_ZONES local days and months built from them.
+      // Each row holds what the metrics need: count, sum, min, max, and the first and last event
+      // (timestamp, sourceId, value) of its span.
+      `create table rollup_cells (
+        tenant text not null, item_id uuid not null, cell timestamptz not null,
+        n integer not null, sum float8 not null, min float8 not null, max float8 not null,
+        open_ts timestamptz not null, open_source text not null, open float8 not null,
+        close_ts timestamptz not null, close_source text not null, close float8 not null,
+        primary key (tenant, item_id, cell)
+      )`,
+      // grain 'day' or 'month'; period: the local date that starts it in the zone.
+      `create table rollup_periods (
+        tenant text not null, item_id uuid not null, zone text not null, grain text not null, period date not null,
+        n integer not null, sum float8 not null, min float8 not null, max float8 not null,
+        open_ts timestamptz not null, open_source text not null, open float8 not null,
+        close_ts timestamptz not null, close_source text not null, close float8 not null,
+        primary key (tenant, item_id, zone, grain, period)
+      )`,
+      // The invalidation log: the UTC days of an item whose events changed since its rollups were
+      // made, a row per write (never updated: a writer takes no lock), so that a reconciler removes
+      // only the rows it has read, never one written while it worked.
+      `create table rollup_dirty (
+        tenant text not null, id bigint generated always as identity, item_id uuid not null, day date not null,
+        primary key (tenant, id)
+      )`,
+      `create index rollup_dirty_item_day on rollup_dirty (tenant, item_id, day)`,
+      // The zones whose days and months a tenant's rollups hold (built once from the cells, then kept).
+      `create table rollup_zones (tenant text not null, zone text not null, primary key (tenant, zone))`,
+      // The events already stored are marked: the reconciler builds their rollups in the background.
+      `insert into rollup_dirty (tenant, item_id, day)
+        select distinct tenant, item_id, (ts at time zone 'UTC')::date from events`,
+    ],
+  },
+  {
     id: "010_scoped_attributes_inlined",
     statements: [
       // The same values (the index keeps its entries), from functions that are all immutable, so

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import { compareKeys, writeTransaction } from "../db/write-retry.js";
+import { forgetItem } from "../timeseries/rollup-store.js";
 import { ProblemError, type ProblemDetail, isUniqueViolation } from "../errors.js";
 import { attributeProblem, entityJson, type EntityJson, type EntityRow } from "./entity.js";
 
@@ -119,6 +120,7 @@ export async function deleteEntity(knex: Knex, tenant: string, id: string): Prom
     const deleted: number = await trx("entities").where({ tenant, id }).del();
     if (deleted === 0) return false;
     await trx("events").where({ tenant, item_id: id }).del();
+    await forgetItem(trx, tenant, id);
     return true;
   });
 }

@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { deleteAndMark } from "./rollup-store.js";
 import { eventJson, eventsInRange, type EventJson, type EventRow, type QueryOptions } from "./query.js";
 import type { ResolvedRange } from "./periods.js";
 import { neutraliseCell } from "./csv-cells.js";
@@ -55,9 +56,9 @@ export async function latestEvents(knex: Knex, tenant: string, itemIds: string[]
   return new Map(rows.map((r) => [r.item_id, eventJson(r)]));
 }
 
-/** Deletes the item's events in `[from, to)` in one statement (one transaction); answers how many. */
+/** Deletes the item's events in `[from, to)` in one statement (one transaction), their days marked for the rollups; answers how many. */
 export async function deleteEvents(knex: Knex, tenant: string, itemId: string, from: Date, to: Date): Promise<number> {
-  return knex("events").where({ tenant, item_id: itemId }).andWhere("ts", ">=", from).andWhere("ts", "<", to).del();
+  return deleteAndMark(knex, tenant, itemId, from, to);
 }
 
 /**

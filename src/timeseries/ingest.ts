@@ -6,6 +6,7 @@ import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.j
 import { itemIngestKinds } from "../graph/items.js";
 import { publishEvents, tenantWatched } from "../streams/publish.js";
 import { isoText, parseEvent, type EventRecord } from "./events.js";
+import { markWritten } from "./rollup-store.js";
 
 /** Rows written per statement; the rows travel as eleven arrays, so the statement size does not grow. */
 const BATCH = 5000;
@@ -105,6 +106,8 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     if (rejectedTotal > 0 && !options.partial) return; // nothing will be kept: stop writing, keep checking
     const kept = writable.filter((e) => items.isStored(e.itemId));
     stored += await writeEvents(trx, tenant, kept);
+    // The days written are marked for the rollups (rollup-store.ts), in the same transaction.
+    await markWritten(trx, tenant, kept.map((e) => ({ itemId: e.itemId, t: e.timestamp.getTime() })));
     streamed += writable.length - kept.length;
     watched ??= writable.length > 0 ? await tenantWatched(trx, tenant) : undefined;
     if (watched === true) await publishEvents(trx, tenant, writable);

@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import type { Statement } from "../db/backend.js";
 import { invalidRequest, ProblemError } from "../errors.js";
 import { MAX_OFFSET } from "../input.js";
 import { bucketStarts } from "./bucket-range.js";
@@ -6,6 +7,8 @@ import { bucketStart, calendarUnit, checkInterval, fixedLengthMs, type Interval 
 import { checkGapStrategy, fillGaps, type Bucket, type GapStrategy } from "./gaps.js";
 import { filterPredicates } from "./filters.js";
 import type { ResolvedRange } from "./periods.js";
+import { rawSpan, rollupPlan } from "./rollup-plan.js";
+import { closesBefore, reconcileForQuery, rollupBuckets, type BucketRow, type RollupSettings } from "./rollup-query.js";
 
 export const METRICS = ["avg", "count", "min", "max", "sum", "diff", "cardinality", "open", "close"] as const;
 export type Metric = (typeof METRICS)[number];
@@ -191,28 +194,44 @@ function overflow(err: unknown, metric: Metric): unknown {
   return new ProblemError("INVALID_REQUEST", message, { status: 422, errors: [{ path: "queryOptions.aggregation.metric", message }], cause: err });
 }
 
-/** SQL for the start of the bucket holding `ts`, in the range's zone. */
-function bucketSql(knex: Knex, interval: Interval, range: ResolvedRange): Knex.Raw {
+/** SQL for the start of the bucket holding the instant `column`, in the range's zone. */
+function bucketStatement(interval: Interval, range: ResolvedRange, column: string): Statement {
   const fixed = fixedLengthMs(interval);
   if (fixed !== undefined) {
     // Aligned on the first bucket's start, which is on the local wall clock's grid.
     const origin = new Date(bucketStart(range.from.toMillis(), interval, range.zone));
-    return knex.raw("date_bin(?::interval, ts, ?::timestamptz)", [`${fixed / 60_000} minutes`, origin]);
+    return { sql: `date_bin(?::interval, ${column}, ?::timestamptz)`, bindings: [`${fixed / 60_000} minutes`, origin] };
   }
-  const unit = calendarUnit(interval)!;
-  return knex.raw("date_trunc(?, ts, ?)", [unit, range.zone]);
+  return { sql: `date_trunc(?, ${column}, ?)`, bindings: [calendarUnit(interval)!, range.zone] };
 }
 
-interface BucketRow {
-  bucket: Date;
-  n: number;
-  avg: number | null;
-  min: number | null;
-  max: number | null;
-  sum: number | null;
-  cardinality: number;
-  open: number | null;
-  close: number | null;
+/** The buckets of the raw events, grouped and aggregated in the database (`columns`). */
+async function rawBuckets(knex: Knex, tenant: string, timeline: Timeline, range: ResolvedRange, options: QueryOptions, interval: Interval, columns: string[]) {
+  const single = timeline.kind === "single";
+  const bucket = bucketStatement(interval, range, "ts");
+  const rows = (await knex
+    .select(knex.raw(columns.join(", ")))
+    .from(
+      eventsInRange(knex, tenant, timeline.itemIds, range, options)
+        .select(knex.raw(`${bucket.sql} as b`, bucket.bindings), "item_id", "ts", "value", "source_id")
+        .as("e"),
+    )
+    .groupBy(single ? ["b"] : ["item_id", "b"])
+    .orderBy("b")
+    .catch((err: unknown) => {
+      throw overflow(err, options.aggregation?.metric ?? "avg");
+    })) as (BucketRow & { item: string; bucket: Date })[];
+  const byKey = new Map<string, Map<number, BucketRow>>();
+  // date_trunc labels a day whose midnight the clocks pass twice with the second midnight; the
+  // bucket starts at the first (shared/SEMANTICS.md): the group is the same local period, relabelled.
+  const calendar = fixedLengthMs(interval) === undefined;
+  for (const row of rows) {
+    const key = row.item;
+    if (!byKey.has(key)) byKey.set(key, new Map());
+    const start = calendar ? bucketStart(row.bucket.getTime(), interval, range.zone) : row.bucket.getTime();
+    byKey.get(key)!.set(start, row);
+  }
+  return byKey;
 }
 
 /** Whose events one aggregated timeline holds. */
@@ -224,7 +243,15 @@ export type Timeline = { kind: "each"; itemIds: string[] } | { kind: "single"; i
  * all the items; every bucket of the range is then emitted, empty ones included, and the gap
  * strategy fills them. The answer is keyed by item id, or by "" for a single timeline.
  */
-export async function aggregateEvents(knex: Knex, tenant: string, timeline: Timeline, range: ResolvedRange, options: QueryOptions): Promise<Map<string, BucketJson[]>> {
+export async function aggregateEvents(
+  knex: Knex,
+  tenant: string,
+  timeline: Timeline,
+  range: ResolvedRange,
+  options: QueryOptions,
+  rollups?: RollupSettings,
+  checkRaw: (span: { from: number; to: number } | undefined) => void = () => {},
+): Promise<Map<string, BucketJson[]>> {
   const aggregation = options.aggregation ?? {};
   const metric = aggregation.metric ?? "avg";
   if (!(METRICS as readonly string[]).includes(metric)) throw invalidRequest(`unknown aggregation.metric "${metric}"; one of: ${METRICS.join(", ")}`, "queryOptions.aggregation.metric");
@@ -249,32 +276,34 @@ export async function aggregateEvents(knex: Knex, tenant: string, timeline: Time
     needs(["open", "diff"]) ? "(array_agg(value order by ts, source_id, item_id))[1] as open" : "null as open",
     needs(["close", "diff"]) ? "(array_agg(value order by ts desc, source_id desc, item_id desc))[1] as close" : "null as close",
   ];
-  const rows = (await knex
-    .select(knex.raw(columns.join(", ")))
-    .from(
-      eventsInRange(knex, tenant, timeline.itemIds, range, options)
-        .select(bucketSql(knex, interval, range).wrap("", " as b"), "item_id", "ts", "value", "source_id")
-        .as("e"),
-    )
-    .groupBy(single ? ["b"] : ["item_id", "b"])
-    .orderBy("b")
-    .catch((err: unknown) => {
-      throw overflow(err, metric);
-    })) as (BucketRow & { item: string })[];
-  const byKey = new Map<string, Map<number, BucketRow>>();
-  // date_trunc labels a day whose midnight the clocks pass twice with the second midnight; the
-  // bucket starts at the first (shared/SEMANTICS.md): the group is the same local period, relabelled.
   const calendar = fixedLengthMs(interval) === undefined;
-  for (const row of rows) {
-    const key = row.item;
-    if (!byKey.has(key)) byKey.set(key, new Map());
-    const start = calendar ? bucketStart(row.bucket.getTime(), interval, range.zone) : row.bucket.getTime();
-    byKey.get(key)!.set(start, row);
-  }
+  const from = range.from.toMillis();
+  const to = range.to.toMillis();
+  const filtered = filterPredicates(options.filter).length > 0;
+  const pieces = rollups === undefined ? undefined : rollupPlan({ from, to, zone: range.zone, interval, metric, filtered, starts, zones: rollups.zones });
+  // The raw events read must still be kept (EVENTS_RETENTION_DAYS): a 422 where they are not.
+  checkRaw(pieces === undefined ? { from, to } : rawSpan(pieces));
+  let byKey: Map<string, Map<number, BucketRow>>;
+  if (pieces !== undefined) {
+    // Answered from the rollups (rollup-plan.ts), their marks over the range reconciled first.
+    await reconcileForQuery(knex, tenant, timeline.itemIds, from, to, rollups!, metric === "diff");
+    const relabel = (t: number) => (calendar ? bucketStart(t, interval, range.zone) : t);
+    byKey = await rollupBuckets(knex, tenant, single, timeline.itemIds, pieces, interval, range.zone, metric, (column) => bucketStatement(interval, range, column), relabel).catch(
+      (err: unknown) => {
+        throw overflow(err, metric);
+      },
+    );
+    if (metric === "sum" || metric === "avg") {
+      for (const buckets of byKey.values()) for (const row of buckets.values()) if (!Number.isFinite(row.sum)) throw overflow({ code: "22003" }, metric);
+    }
+  } else byKey = await rawBuckets(knex, tenant, timeline, range, options, interval, columns);
 
   // diff starts from the last event before the range, per timeline.
-  const before = new Map<string, number>();
-  if (metric === "diff") {
+  let before = new Map<string, number>();
+  if (metric === "diff" && pieces !== undefined && rollups!.floor !== undefined && from < rollups!.floor.getTime()) {
+    // The raw events before the range may be gone: the last cell's close (the range starts on the quarter hour).
+    before = await closesBefore(knex, tenant, single, timeline.itemIds, from);
+  } else if (metric === "diff") {
     const query = knex("events")
       .where({ tenant })
       .whereIn("item_id", timeline.itemIds)

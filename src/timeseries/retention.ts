@@ -1,6 +1,5 @@
 import { invalidRequest } from "../errors.js";
 import { retentionHorizon } from "../db/partitions.js";
-import type { ResolvedRange } from "./periods.js";
 
 /** What a series read tells beside its answer. */
 export interface QueryNotes {
@@ -16,17 +15,17 @@ export interface QueryNotes {
 export const RETAINED_FROM_HEADER = "Events-Retained-From";
 
 /**
- * The one place that decides what a read of raw events over `range` answers when
- * EVENTS_RETENTION_DAYS has dropped events: a range that ends at or before the horizon is a `422`
- * naming it, never a silent empty answer; a range that starts before it is answered, noted in
- * `notes`. Rollups, once they keep the long history, answer such ranges: this check is then
- * relaxed for the reads they serve (issue 27).
+ * The one place that decides what a read of raw events over `span` (the part of a range read from
+ * raw events; undefined when the rollups answer all of it) answers when EVENTS_RETENTION_DAYS has
+ * dropped events: a span that ends at or before the horizon is a `422` naming it, never a silent
+ * empty answer; a span that starts before it is answered, noted in `notes`. An aggregation the
+ * rollups tile reads no raw events there, and is answered whole (docs/reference/time-series.md).
  */
-export function checkRetention(range: ResolvedRange, retentionDays: number | undefined, now: Date, notes?: QueryNotes): void {
+export function checkRetention(span: { from: number; to: number } | undefined, retentionDays: number | undefined, now: Date, notes?: QueryNotes): void {
   const horizon = retentionHorizon(retentionDays, now);
-  if (horizon === undefined || range.from.toMillis() >= horizon.getTime()) return;
+  if (span === undefined || horizon === undefined || span.from >= horizon.getTime()) return;
   const at = horizon.toISOString();
-  if (range.to.toMillis() <= horizon.getTime()) {
+  if (span.to <= horizon.getTime()) {
     throw invalidRequest(
       `the range ends before ${at}, the retention horizon (events are kept ${retentionDays} days, EVENTS_RETENTION_DAYS): its events have been dropped`,
       "eventDateRange",
@@ -34,4 +33,14 @@ export function checkRetention(range: ResolvedRange, retentionDays: number | und
     );
   }
   if (notes !== undefined) notes.eventsRetainedFrom = at;
+}
+
+/**
+ * The first instant whose raw events are all kept under the retention: the first of the UTC month
+ * holding the horizon (the upkeep drops whole months). The rollups of days before it are not
+ * rebuilt from the events any more (rollup-store.ts, reconcile).
+ */
+export function rollupFloor(retentionDays: number | undefined, now: Date): Date | undefined {
+  const horizon = retentionHorizon(retentionDays, now);
+  return horizon === undefined ? undefined : new Date(Date.UTC(horizon.getUTCFullYear(), horizon.getUTCMonth(), 1));
 }

@@ -6,8 +6,8 @@ import { isUuid, MAX_INSTANT_MS } from "../input.js";
 import { deleteEvents, latestEvents, streamEvents } from "./export.js";
 import { ingestEvents, type IngestOptions, type IngestResult } from "./ingest.js";
 import { resolveEventDateRange, type EventDateRange, type ResolvedRange } from "./periods.js";
-import { aggregateEvents, checkQueryOptions, lastEvents, queryEvents, type BucketJson, type EventJson, type QueryOptions } from "./query.js";
-import { checkRetention, type QueryNotes } from "./retention.js";
+import { aggregateEvents, checkQueryOptions, lastEvents, queryEvents, type BucketJson, type EventJson, type QueryOptions, type Timeline } from "./query.js";
+import { checkRetention, rollupFloor, type QueryNotes } from "./retention.js";
 
 export const QUERY_TYPES = ["EVENTS", "AGGREGATION", "SINGLEAGGREGATION"] as const;
 export type QueryType = (typeof QUERY_TYPES)[number];
@@ -68,13 +68,22 @@ export class TimeSeries {
     private readonly derive?: Deriver,
     /** EVENTS_RETENTION_DAYS: ranges reaching before the horizon are checked ({@link checkRetention}). */
     private readonly retentionDays?: number,
+    /** ROLLUP_ZONES: the zones whose local days and months the rollups hold (rollup-store.ts). */
+    private readonly rollupZones: readonly string[] = ["UTC"],
   ) {}
 
-  /** The request's range at `now`, checked against the retention horizon (noted in `notes`). */
-  private rangeOf(request: SeriesRequest, now: Date, notes?: QueryNotes): ResolvedRange {
+  /** The request's range at `now`; a read of raw events checks it against the retention horizon (noted in `notes`). */
+  private rangeOf(request: SeriesRequest, now: Date, notes?: QueryNotes, aggregated = false): ResolvedRange {
     const range = resolveEventDateRange(request.eventDateRange, now, this.defaultZone);
-    checkRetention(range, this.retentionDays, now, notes);
+    // An aggregation checks the part it reads from raw events, once it knows what the rollups answer.
+    if (!aggregated) checkRetention({ from: range.from.toMillis(), to: range.to.toMillis() }, this.retentionDays, now, notes);
     return range;
+  }
+
+  /** Aggregated buckets of one timeline per item, or one over all of them, from the rollups where they tile the range. */
+  private aggregate(tenant: string, timeline: Timeline, range: ResolvedRange, options: QueryOptions, now: Date, notes?: QueryNotes): Promise<Map<string, BucketJson[]>> {
+    const rollups = { zones: this.rollupZones, floor: rollupFloor(this.retentionDays, now) };
+    return aggregateEvents(this.knex, tenant, timeline, range, options, rollups, (span) => checkRetention(span, this.retentionDays, now, notes));
   }
 
   /** `POST /events` and `POST /items/{itemId}/events`: stores an upload's rows (see {@link ingestEvents}). */
@@ -110,13 +119,14 @@ export class TimeSeries {
    * aggregation is asked for. The transform's timelines use this, one call for all their items.
    */
   async series(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock(), notes?: QueryNotes): Promise<Map<string, SeriesAnswer>> {
-    const range = this.rangeOf(request, now, notes);
+    const aggregated = request.queryOptions?.aggregation !== undefined;
+    const range = this.rangeOf(request, now, notes, aggregated);
     const options = request.queryOptions ?? {};
     checkQueryOptions(options);
     const ids = distinctItemIds(itemIds);
     const answer = new Map<string, SeriesAnswer>();
-    if (options.aggregation !== undefined) {
-      for (const [id, buckets] of await aggregateEvents(this.knex, tenant, { kind: "each", itemIds: ids }, range, options)) answer.set(id, { buckets });
+    if (aggregated) {
+      for (const [id, buckets] of await this.aggregate(tenant, { kind: "each", itemIds: ids }, range, options, now, notes)) answer.set(id, { buckets });
     } else {
       for (const [id, events] of await queryEvents(this.knex, tenant, ids, range, options)) answer.set(id, { events });
     }
@@ -125,11 +135,11 @@ export class TimeSeries {
 
   /** One aggregated timeline over all the events of the items (a calculation's open/close across items). */
   async singleTimeline(tenant: string, itemIds: string[], request: SeriesRequest, now: Date = this.clock()): Promise<BucketJson[]> {
-    const range = this.rangeOf(request, now);
+    const range = this.rangeOf(request, now, undefined, true);
     const ids = distinctItemIds(itemIds);
     const options = request.queryOptions ?? {};
     checkQueryOptions(options);
-    return (await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: ids }, range, options)).get("")!;
+    return (await this.aggregate(tenant, { kind: "single", itemIds: ids }, range, options, now)).get("")!;
   }
 
   /** Each item's last event before `at` (a STATE-EXPRESSION's inputs). */
@@ -238,8 +248,9 @@ export class TimeSeries {
       let members = await indexSetItems(this.knex, tenant, indexSet.toLowerCase());
       if (members === undefined) throw invalidRequest(`there is no IndexSet ${indexSet.toLowerCase()} in this tenant`, "queryOptions.indexSet");
       if (itemIds.length > 0) members = members.filter((id) => itemIds.includes(id));
-      const range = this.rangeOf(request, this.clock(), notes);
-      const single = await aggregateEvents(this.knex, tenant, { kind: "single", itemIds: members }, range, options);
+      const now = this.clock();
+      const range = this.rangeOf(request, now, notes, true);
+      const single = await this.aggregate(tenant, { kind: "single", itemIds: members }, range, options, now, notes);
       return { buckets: single.get("")! };
     }
 

@@ -1,0 +1,228 @@
+/**
+ * The events' rollups (issue 27, point 4), each figure next to its baseline in the same run:
+ *  1. portfolio queries — one timeline over all the items (the aggregation SINGLEAGGREGATION runs),
+ *     sum and avg over the year 2025, Daily and Monthly, in UTC and Europe/Brussels — through the
+ *     service (rollups) next to the hand-written raw `GROUP BY` of the same answer (goal ≥ 30×,
+ *     ≤ 50 ms p50); one item Hourly over a month likewise;
+ *  2. the same portfolio queries on a tenant with twice the events per bucket (7.5-minute events)
+ *     against one with 15-minute events (goal: within ±20 %);
+ *  3. ingest through the service (ingestEvents, what `POST /events` runs: events plus the rollups'
+ *     marks) next to `COPY … (FORMAT binary)` of the same rows, COPY before and after (goal ≥ 0.6×);
+ *     then the time the background reconcile takes to roll those rows up;
+ *  4. the embedded database: the portfolio queries against its raw GROUP BY, and its ingest.
+ *
+ *   npm run build && node dist/bench/rollups.js [--items=1000] [--runs=15] [--raw-runs=3] [--dense-items=100]
+ *     [--ingest-items=100] [--ingest-days=31] [--embedded-items=20] [--parts=portfolio,dense,ingest,embedded]
+ *     [--database-url=postgres://postgres@127.0.0.1:5432/bench_rollups]
+ *
+ * The database of --database-url is made when missing; a tenant seeded by an earlier run with the
+ * same item count is used again (seeding is SQL: generate_series, then the reconcile builds the rollups).
+ */
+import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { Knex } from "knex";
+import pg from "pg";
+import { from as copyFrom } from "pg-copy-streams";
+import { openDatabase, type Database } from "../src/db/database.js";
+import { ingestEvents } from "../src/timeseries/ingest.js";
+import { drainMarks } from "../src/timeseries/rollup-store.js";
+import { TimeSeries } from "../src/timeseries/service.js";
+import { binaryCopy, type IngestRow } from "./binary-copy.js";
+import { option, percentile, timeRuns } from "./harness.js";
+
+const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/bench_rollups");
+const items = Number(option("items", "1000"));
+const runs = Number(option("runs", "15"));
+const rawRuns = Number(option("raw-runs", "3"));
+const denseItems = Number(option("dense-items", "100"));
+const ingestItems = Number(option("ingest-items", "100"));
+const ingestDays = Number(option("ingest-days", "31"));
+const embeddedItems = Number(option("embedded-items", "20"));
+const parts = option("parts", "portfolio,dense,ingest,embedded").split(",");
+const ZONES = ["UTC", "Europe/Brussels"];
+const DAY_MS = 86_400_000;
+
+/** The database of the URL, made when missing. */
+async function ensureDatabase(url: string): Promise<void> {
+  const u = new URL(url);
+  const name = u.pathname.slice(1);
+  u.pathname = "/postgres";
+  const admin = new pg.Client({ connectionString: u.toString() });
+  await admin.connect();
+  const found = await admin.query("select 1 from pg_database where datname = $1", [name]);
+  if (found.rowCount === 0) await admin.query(`create database ${name}`);
+  await admin.end();
+}
+
+/** A tenant of `n` items × the year 2025 of events every `stepMinutes`, its rollups built; made once, reused. */
+async function seed(knex: Knex, tenant: string, n: number, stepMinutes: number): Promise<string[]> {
+  const existing = (await knex("entities").where({ tenant }).orderBy("key").select("id")) as { id: string }[];
+  const perItem = (365 * 24 * 60) / stepMinutes;
+  const stored = existing.length === n ? Number((await knex.raw("select count(*) as n from events where tenant = ?", [tenant])).rows[0].n) : 0;
+  if (existing.length === n && stored === n * perItem && !(await knex("rollup_dirty").where({ tenant }).first())) return existing.map((e) => e.id);
+  await knex("events").where({ tenant }).del();
+  for (const table of ["entities", "rollup_cells", "rollup_periods", "rollup_dirty", "rollup_zones"]) await knex(table).where({ tenant }).del();
+  const ids = Array.from({ length: n }, () => randomUUID());
+  await knex("entities").insert(ids.map((id, k) => ({ tenant, id, type: "Item", key: `m${String(k).padStart(5, "0")}`, attributes: JSON.stringify({ itemAction: "INGEST" }) })));
+  await knex.raw("select events_month_partition(m) from generate_series(timestamp '2025-01-01', timestamp '2026-01-01', interval '1 month') m");
+  let t = performance.now();
+  for (let k = 0; k < n; k += 50) {
+    await knex.raw(
+      `insert into events (tenant, item_id, ts, value)
+       select ?, i.id, g, ((extract(epoch from g)::bigint / 60 + i.k) % 1000) / 8.0
+       from unnest(?::uuid[]) with ordinality as i(id, k), generate_series(timestamptz '2025-01-01T00:00:00Z', timestamptz '2025-12-31T23:59:59Z', ?::interval) g`,
+      [tenant, ids.slice(k, k + 50), `${stepMinutes} minutes`],
+    );
+  }
+  const seeded = performance.now() - t;
+  await knex.raw(
+    "insert into rollup_dirty (tenant, item_id, day) select ?, i.id, d::date from unnest(?::uuid[]) i(id), generate_series(date '2025-01-01', date '2025-12-31', interval '1 day') d",
+    [tenant, ids],
+  );
+  t = performance.now();
+  await drainMarks(knex);
+  const built = performance.now() - t;
+  await knex.raw("analyze");
+  const events = n * perItem;
+  console.log(
+    `seeded ${tenant}: ${events.toLocaleString("en")} events in ${(seeded / 1000).toFixed(0)} s; rollups built by the reconcile in ${(built / 1000).toFixed(0)} s (${Math.round(events / (built / 1000)).toLocaleString("en")} events/s)`,
+  );
+  return ids;
+}
+
+const yearRange = (zone: string) => ({ period: "Custom range" as const, from: zone === "UTC" ? "2025-01-01T00:00:00Z" : "2025-01-01T00:00:00+01:00", to: zone === "UTC" ? "2026-01-01T00:00:00Z" : "2026-01-01T00:00:00+01:00", timeZone: zone });
+
+/** The hand-written raw GROUP BY of one timeline over the items. */
+function rawGroupBy(knex: Knex, tenant: string, ids: string[], metric: string, unit: string, zone: string, from: string, to: string) {
+  return knex.raw(`select date_trunc(?, ts, ?) as b, ${metric}(value) as v from events where tenant = ? and item_id = any(?::uuid[]) and ts >= ? and ts < ? group by 1 order by 1`, [
+    unit,
+    zone,
+    tenant,
+    ids,
+    from,
+    to,
+  ]) as Promise<{ rows: { b: Date; v: number }[] }>;
+}
+
+/** Portfolio queries: p50 of the service and of the raw GROUP BY, checked equal. */
+async function portfolio(db: Database, tenant: string, ids: string[], label: string, serviceRuns: number, baselineRuns: number): Promise<Map<string, number>> {
+  const series = new TimeSeries(db.knex, "UTC", undefined, undefined, undefined, ZONES);
+  const times = new Map<string, number>();
+  for (const zone of ZONES) {
+    const range = yearRange(zone);
+    for (const interval of ["Daily", "Monthly"] as const) {
+      for (const metric of ["sum", "avg"] as const) {
+        const ask = () => series.singleTimeline(tenant, ids, { eventDateRange: range, queryOptions: { aggregation: { metric, interval } } });
+        const raw = () => rawGroupBy(db.knex, tenant, ids, metric, interval === "Daily" ? "day" : "month", zone, new Date(range.from).toISOString(), new Date(range.to).toISOString());
+        const [mine, theirs] = [await ask(), (await raw()).rows];
+        const filled = mine.filter((b) => b.value !== null);
+        if (filled.length !== theirs.length || filled.some((b, i) => Math.abs(b.value! - Number(theirs[i]!.v)) > 1e-9 * Math.abs(Number(theirs[i]!.v)) * (metric === "sum" ? 1 : 100) + 1e-9)) {
+          throw new Error(`${label} ${metric} ${interval} ${zone}: the rollups' answer differs from the raw GROUP BY`);
+        }
+        const ours = percentile(await timeRuns(ask, serviceRuns, 2), 50);
+        const base = percentile(await timeRuns(raw, baselineRuns, 0), 50);
+        times.set(`${metric} ${interval} ${zone}`, ours);
+        console.log(`${label} ${metric.padEnd(3)} ${interval.padEnd(7)} ${zone.padEnd(15)}: rollups ${ours.toFixed(1).padStart(7)} ms, raw GROUP BY ${base.toFixed(0).padStart(6)} ms: ${(base / ours).toFixed(1)}x faster`);
+      }
+    }
+  }
+  // One item, Hourly, over July.
+  for (const zone of ZONES) {
+    const from = zone === "UTC" ? "2025-07-01T00:00:00Z" : "2025-07-01T00:00:00+02:00";
+    const to = zone === "UTC" ? "2025-08-01T00:00:00Z" : "2025-08-01T00:00:00+02:00";
+    const ask = () => series.series(tenant, [ids[0]!], { eventDateRange: { period: "Custom range", from, to, timeZone: zone }, queryOptions: { aggregation: { metric: "sum", interval: "Hourly" } } });
+    const raw = () => rawGroupBy(db.knex, tenant, [ids[0]!], "sum", "hour", zone, new Date(from).toISOString(), new Date(to).toISOString());
+    const ours = percentile(await timeRuns(ask, serviceRuns, 2), 50);
+    const base = percentile(await timeRuns(raw, serviceRuns, 2), 50);
+    console.log(`${label} one item sum Hourly July ${zone.padEnd(15)}: rollups ${ours.toFixed(1).padStart(7)} ms, raw GROUP BY ${base.toFixed(1).padStart(6)} ms: ${(base / ours).toFixed(2)}x`);
+  }
+  return times;
+}
+
+/** Ingest through the service vs COPY of the same rows (COPY before and after), then the reconcile of what the service wrote. */
+async function ingest(db: Database): Promise<void> {
+  const tenant = `bench-ingest-${randomUUID().slice(0, 8)}`;
+  const ids = Array.from({ length: ingestItems }, () => randomUUID());
+  const start = Date.UTC(2026, 0, 1);
+  // A portfolio's feed: every item's reading of each quarter hour, time after time.
+  const rows: IngestRow[] = [];
+  for (let q = 0; q < ingestDays * 96; q++) for (let k = 0; k < ingestItems; k++) rows.push({ itemId: ids[k], timestamp: new Date(start + q * 900_000).toISOString(), value: (q * 7 + k) % 1000 / 8, sourceId: "" });
+  const copy = async (copyTenant: string) => {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    const t = performance.now();
+    await pipeline(Readable.from(binaryCopy(copyTenant, ids[0]!, rows)), client.query(copyFrom("COPY events (tenant, item_id, ts, source_id, value) FROM STDIN WITH (FORMAT binary)")));
+    const ms = performance.now() - t;
+    await client.end();
+    return ms;
+  };
+  await db.knex.raw("select events_month_partition(m) from generate_series(timestamp '2026-01-01', timestamp '2026-03-01', interval '1 month') m");
+  const before = await copy(`${tenant}-copy-before`);
+  await db.knex("entities").insert(ids.map((id, k) => ({ tenant, id, type: "Item", key: `i${k}`, attributes: "{}" })));
+  let t = performance.now();
+  const result = await ingestEvents(db.knex, tenant, rows);
+  const service = performance.now() - t;
+  if (result.stored !== rows.length) throw new Error("the service stored too few rows");
+  const after = await copy(`${tenant}-copy-after`);
+  const marks = Number((await db.knex("rollup_dirty").where({ tenant }).count("* as n"))[0]!.n);
+  t = performance.now();
+  await drainMarks(db.knex);
+  const reconcile = performance.now() - t;
+  const copyMs = (before + after) / 2;
+  const rate = (ms: number) => Math.round(rows.length / (ms / 1000)).toLocaleString("en");
+  console.log(
+    `ingest ${rows.length.toLocaleString("en")} events (${ingestItems} items × ${ingestDays} days): COPY ${before.toFixed(0)} / ${after.toFixed(0)} ms, service ${service.toFixed(0)} ms (${rate(service)} events/s, ${marks} marks): ` +
+      `${(copyMs / service).toFixed(2)}x the throughput of COPY; the background reconcile then took ${reconcile.toFixed(0)} ms (${rate(reconcile)} events/s)`,
+  );
+  for (const table of ["events", "entities", "rollup_cells", "rollup_periods", "rollup_dirty", "rollup_zones"]) await db.knex(table).whereIn("tenant", [tenant, `${tenant}-copy-before`, `${tenant}-copy-after`]).del();
+}
+
+async function embedded(): Promise<void> {
+  const db = await openDatabase({ databaseUrl: undefined, dataDir: "memory://", poolSize: 1 });
+  try {
+    const ids = await seed(db.knex, "bench-embedded", embeddedItems, 15);
+    await portfolio(db, "bench-embedded", ids, `embedded ${embeddedItems} items`, Math.max(3, Math.floor(runs / 3)), rawRuns);
+    const rows = Array.from({ length: 96 * 31 }, (_, q) => ({ itemId: ids[q % ids.length], timestamp: new Date(Date.UTC(2026, 0, 1) + q * 900_000).toISOString(), value: q }));
+    const t = performance.now();
+    await ingestEvents(db.knex, "bench-embedded", rows);
+    const ms = performance.now() - t;
+    const r = performance.now();
+    await drainMarks(db.knex);
+    console.log(`embedded ingest ${rows.length} events: ${Math.round(rows.length / (ms / 1000))} events/s; reconcile ${(performance.now() - r).toFixed(0)} ms`);
+  } finally {
+    await db.close();
+  }
+}
+
+async function main(): Promise<void> {
+  await ensureDatabase(databaseUrl);
+  const db = await openDatabase({ databaseUrl, dataDir: "memory://", poolSize: 4, timeouts: { statementMs: 3_600_000, idleInTransactionMs: 3_600_000 } });
+  try {
+    if (parts.includes("portfolio")) {
+      const ids = await seed(db.knex, `bench-${items}`, items, 15);
+      await portfolio(db, `bench-${items}`, ids, `${items} items`, runs, rawRuns);
+    }
+    if (parts.includes("dense")) await doubled(db);
+    if (parts.includes("ingest")) await ingest(db);
+  } finally {
+    await db.close();
+  }
+  if (embeddedItems > 0 && parts.includes("embedded")) await embedded();
+}
+
+/** The portfolio queries with 15-minute and with 7.5-minute events: twice the events per bucket. */
+async function doubled(db: Database): Promise<void> {
+  {
+    const sparse = await seed(db.knex, `bench-dense-${denseItems}-15`, denseItems, 15);
+    const dense = await seed(db.knex, `bench-dense-${denseItems}-7.5`, denseItems, 7.5);
+    const a = await portfolio(db, `bench-dense-${denseItems}-15`, sparse, `${denseItems} items, 15-min events`, runs, 1);
+    const b = await portfolio(db, `bench-dense-${denseItems}-7.5`, dense, `${denseItems} items, 7.5-min events`, runs, 1);
+    for (const [key, ms] of a) console.log(`events per bucket doubled, ${key}: ${ms.toFixed(1)} -> ${b.get(key)!.toFixed(1)} ms (${((b.get(key)! / ms - 1) * 100).toFixed(0)} %)`);
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

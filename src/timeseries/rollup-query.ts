@@ -1,0 +1,147 @@
+import type { Knex } from "knex";
+import { rawRows, type Statement } from "../db/backend.js";
+import { calendarPeriodStart, calendarUnit, type Interval } from "./buckets.js";
+import { daysFromCivil, DAY_MS, periodIndex } from "./calendar.js";
+import type { Piece } from "./rollup-plan.js";
+import { ensureZone, hasMarks, reconcile, utcDay } from "./rollup-store.js";
+import { offsetMs } from "./zone-offset.js";
+
+/** A bucket's aggregates (the raw path's row, and the rollups' merged one). */
+export interface BucketRow {
+  n: number;
+  avg: number | null;
+  min: number | null;
+  max: number | null;
+  sum: number | null;
+  cardinality: number;
+  open: number | null;
+  close: number | null;
+}
+
+/** What the rollups need from the service: the zones they hold days and months of, and the retention floor. */
+export interface RollupSettings {
+  zones: readonly string[];
+  /** The first instant whose raw events are all kept (a retention), before which the rollups are not rebuilt. */
+  floor?: Date;
+}
+
+interface PieceRow {
+  item: string;
+  bucket: Date | string;
+  n: number | string;
+  sum: number | null;
+  min: number | null;
+  max: number | null;
+  open: number | null;
+  close: number | null;
+}
+
+/** The local date (`YYYY-MM-DD`) holding instant `t` in `zone`. */
+function localDate(t: number, zone: string): string {
+  return new Date(t + offsetMs(zone, t)).toISOString().slice(0, 10);
+}
+
+/**
+ * Reconciles the marks the answer depends on: those of the items over the range's UTC days, a
+ * day either side (a local day spans two UTC days), or every earlier one too for `diff` (its
+ * value before the range is the last cell before it).
+ */
+export async function reconcileForQuery(knex: Knex, tenant: string, itemIds: string[], from: number, to: number, settings: RollupSettings, sinceStart: boolean): Promise<void> {
+  const scope = { itemIds, fromDay: sinceStart ? undefined : utcDay(from - DAY_MS), toDay: utcDay(to + DAY_MS) };
+  if (await hasMarks(knex, tenant, scope)) await reconcile(knex, tenant, scope, settings.floor);
+}
+
+/**
+ * The buckets of the pieces, merged: per timeline key (the item, or "" for a single timeline),
+ * per bucket start. Pieces are disjoint and in time order, so a bucket's open is the first piece's
+ * and its close the last's. `bucketOf(column)` is the raw path's bucket of an instant column.
+ */
+export async function rollupBuckets(
+  knex: Knex,
+  tenant: string,
+  single: boolean,
+  itemIds: string[],
+  pieces: Piece[],
+  interval: Interval,
+  zone: string,
+  metric: string,
+  bucketOf: (column: string) => Statement,
+  relabel: (t: number) => number,
+): Promise<Map<string, Map<number, BucketRow>>> {
+  if (pieces.some((p) => p.source === "days" || p.source === "months")) await ensureZone(knex, tenant, zone);
+  const unit = calendarUnit(interval);
+  const edges = metric === "open" || metric === "close" || metric === "diff";
+  const item = single ? "'' as item" : "item_id as item";
+  const group = single ? "group by bucket" : "group by item_id, bucket";
+  const results = await Promise.all(
+    pieces.map((piece) => {
+      if (piece.source === "raw") {
+        const b = bucketOf("ts");
+        const columns = `${item}, ${b.sql} as bucket, count(*) as n, sum(value) as sum, min(value) as min, max(value) as max, ${
+          edges
+            ? "(array_agg(value order by ts, source_id, item_id))[1] as open, (array_agg(value order by ts desc, source_id desc, item_id desc))[1] as close"
+            : "null as open, null as close"
+        }`;
+        return rawRows<PieceRow>(knex, {
+          sql: `select ${columns} from events where tenant = ? and item_id = any(?::uuid[]) and ts >= ? and ts < ? ${group}`,
+          bindings: [...b.bindings, tenant, itemIds, new Date(piece.from), new Date(piece.to)],
+        });
+      }
+      const merged = `sum(n) as n, sum(sum) as sum, min(min) as min, max(max) as max, ${
+        edges
+          ? "(array_agg(open order by open_ts, open_source, item_id))[1] as open, (array_agg(close order by close_ts desc, close_source desc, item_id desc))[1] as close"
+          : "null as open, null as close"
+      }`;
+      if (piece.source === "cells") {
+        const b = bucketOf("cell");
+        return rawRows<PieceRow>(knex, {
+          sql: `select ${item}, ${b.sql} as bucket, ${merged} from rollup_cells where tenant = ? and item_id = any(?::uuid[]) and cell >= ? and cell < ? ${group}`,
+          bindings: [...b.bindings, tenant, itemIds, new Date(piece.from), new Date(piece.to)],
+        });
+      }
+      return rawRows<PieceRow>(knex, {
+        sql: `select ${item}, to_char(date_trunc(?, period), 'YYYY-MM-DD') as bucket, ${merged} from rollup_periods
+              where tenant = ? and item_id = any(?::uuid[]) and zone = ? and grain = ? and period >= ?::date and period < ?::date ${group}`,
+        bindings: [unit!, tenant, itemIds, zone, piece.source === "days" ? "day" : "month", localDate(piece.from, zone), localDate(piece.to, zone)],
+      });
+    }),
+  );
+  const byKey = new Map<string, Map<number, BucketRow>>();
+  for (const rows of results) {
+    for (const row of rows) {
+      let start: number;
+      if (typeof row.bucket === "string") {
+        const [y, m, d] = row.bucket.split("-").map(Number) as [number, number, number];
+        start = calendarPeriodStart(periodIndex(daysFromCivil(y, m, d) * DAY_MS, unit!), unit!, zone);
+      } else start = relabel(row.bucket.getTime());
+      let buckets = byKey.get(row.item);
+      if (buckets === undefined) byKey.set(row.item, (buckets = new Map()));
+      const n = Number(row.n);
+      const sum = row.sum === null ? null : Number(row.sum);
+      const found = buckets.get(start);
+      if (found === undefined) {
+        buckets.set(start, { n, sum, avg: null, min: row.min, max: row.max, cardinality: 0, open: row.open, close: row.close });
+        continue;
+      }
+      found.n += n;
+      found.sum = found.sum === null || sum === null ? null : found.sum + sum;
+      found.min = Math.min(found.min!, row.min!);
+      found.max = Math.max(found.max!, row.max!);
+      found.close = row.close;
+    }
+  }
+  for (const buckets of byKey.values()) for (const row of buckets.values()) row.avg = row.sum === null ? null : row.sum / row.n;
+  return byKey;
+}
+
+/** Each timeline's last value before `at` (on the quarter hour), from the cells: `diff` before a range whose raw events are gone. */
+export async function closesBefore(knex: Knex, tenant: string, single: boolean, itemIds: string[], at: number): Promise<Map<string, number>> {
+  const rows = await rawRows<{ item: string; value: number }>(knex, {
+    sql: `select ${single ? "''" : "x.item_id"} as item, x.close as value
+          from unnest(?::uuid[]) as i(id)
+          cross join lateral (select item_id, close_ts, close_source, close from rollup_cells where tenant = ? and item_id = i.id and cell < ? order by cell desc limit 1) as x
+          order by x.close_ts desc, x.close_source desc, x.item_id desc ${single ? "limit 1" : ""}`,
+    bindings: [itemIds, tenant, new Date(at)],
+  });
+  return new Map(rows.map((r) => [r.item, r.value]));
+}
