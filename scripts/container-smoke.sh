@@ -23,7 +23,7 @@ verified=()
 ok() { verified+=("$1"); echo "ok: $1"; }
 fail() { echo "FAILED: $1" >&2; exit 1; }
 cleanup() {
-  for name in "${NAMES[@]}"; do podman rm -f -t 0 "$name" >/dev/null 2>&1 || true; done
+  for name in "${NAMES[@]}"; do podman rm -f -v -t 0 "$name" >/dev/null 2>&1 || true; done
   podman volume rm -f "$VOLUME" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -114,13 +114,13 @@ ok "podman healthcheck run pt-smoke-demo: healthy (state before: ${status:-none}
 podman stop -t 40 pt-smoke-demo >/dev/null
 code=$(podman inspect -f '{{.State.ExitCode}}' pt-smoke-demo)
 [ "$code" = 0 ] || fail "the demo exited $code on SIGTERM"
-podman rm pt-smoke-demo >/dev/null
+podman rm -v pt-smoke-demo >/dev/null
 demo
 wait_http "http://127.0.0.1:$port/health" 180 pt-smoke-demo
 answer=$(request)
 [[ $answer == *'"publicId":"AP-0011"'* ]] || fail "after a restart on the same volume, the token or the data are gone: $answer"
 ok "podman stop: exit 0; a new container on the same volume keeps the data and the demo's signing secret (the token still answers)"
-podman rm -f -t 0 pt-smoke-demo >/dev/null
+podman rm -f -v -t 0 pt-smoke-demo >/dev/null
 
 echo "== the service and the workers alone on PostgreSQL, read-only root file system"
 db=${PG_URL##*/}
