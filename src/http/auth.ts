@@ -7,6 +7,8 @@ import { ProblemError } from "../errors.js";
 export interface Principal {
   /** The configured user claim (default `sub`); undefined when the token has none. */
   userId: string | undefined;
+  /** The token's `name` claim (else `preferred_username`), when it is a string: shown beside the user id in definition histories. */
+  name?: string | undefined;
   /** The `roles` claim, when it is an array of strings. The roles apply within {@link tenants} only. */
   roles: string[];
   /** The tenants the token may act in (the configured tenants claim): `"*"` for every tenant. */
@@ -63,7 +65,9 @@ export function createAuthenticator(auth: AuthConfig, verifiedTokensKept = 10_00
     const roles = Array.isArray(payload.roles) ? payload.roles.filter((r): r is string => typeof r === "string") : [];
     const tenants = readTenants(payload[auth.tenantsClaim], auth.tenantsClaim);
     const expiresAtMs = (payload.exp! + auth.clockSkewSeconds) * 1000;
-    const principal: Principal = Object.freeze({ userId: typeof user === "string" || typeof user === "number" ? String(user) : undefined, roles: Object.freeze(roles) as string[], tenants, expiresAtMs });
+    const name = [payload.name, payload.preferred_username].find((n): n is string => typeof n === "string");
+    const userId = typeof user === "string" || typeof user === "number" ? String(user) : undefined;
+    const principal: Principal = Object.freeze({ userId, name, roles: Object.freeze(roles) as string[], tenants, expiresAtMs });
     verified.add(token, principal);
     return principal;
   };
