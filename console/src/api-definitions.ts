@@ -1,7 +1,7 @@
 import { call, type ProblemDetail, type Session } from "./api.js";
 import { createEditor } from "./editor.js";
 import { field, h } from "./dom.js";
-import { confirmDelete, historyPanel } from "./history.js";
+import { historyPanel } from "./history.js";
 import { statusArea } from "./status.js";
 import { tabs } from "./tabs.js";
 import { resultView } from "./view.js";
@@ -51,7 +51,7 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
   const queryOutput = resultView("Query output");
   const result = resultView("Result");
   let stored: ApiDefinition | undefined;
-  const history = historyPanel(session, { base: "/api-definitions", noun: "API definition", restored: (id) => refreshList(id) });
+  const history = historyPanel(session, { base: "/api-definitions", noun: "API definition", changed: (id) => refreshList(id) });
   const values = new Map<string, string>();
 
   const readData = (): ApiDefinition["data"] | undefined => {
@@ -189,12 +189,9 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
 
   async function deleteStored(): Promise<void> {
     const id = stored?.externalId;
-    if (id === undefined || !(await confirmDelete("API definition", id))) return;
+    if (id === undefined) return;
     try {
-      await call(session, "DELETE", `/api-definitions/${encodeURIComponent(id)}`);
-      await refreshList();
-      await history.load(id, "deleted");
-      status.info(`Deleted ${id}; its history is kept below.`);
+      if (await history.remove(id)) status.info(`Deleted ${id}; its history is kept below.`);
     } catch (err) {
       status.problem(err);
     }

@@ -2,7 +2,7 @@ import { call, type Session } from "./api.js";
 import { chartOf, type Point } from "./chart.js";
 import { createEditor } from "./editor.js";
 import { field, h } from "./dom.js";
-import { confirmDelete, historyPanel } from "./history.js";
+import { historyPanel } from "./history.js";
 import { statusArea } from "./status.js";
 import { resultView } from "./view.js";
 
@@ -33,7 +33,7 @@ export function calculationsScreen(session: Session): HTMLElement {
   const chart = h("div", { class: "chart-area" });
   const values = resultView("Buckets");
   let stored: string | undefined;
-  const history = historyPanel(session, { base: "/calculation-definitions", noun: "calculation definition", restored: (id) => refreshList(id) });
+  const history = historyPanel(session, { base: "/calculation-definitions", noun: "calculation definition", changed: (id) => refreshList(id) });
 
   const parsed = (text: string, what: string): Record<string, unknown> | undefined => {
     try {
@@ -108,12 +108,9 @@ export function calculationsScreen(session: Session): HTMLElement {
 
   async function deleteStored(): Promise<void> {
     const id = stored;
-    if (id === undefined || !(await confirmDelete("calculation definition", id))) return;
+    if (id === undefined) return;
     try {
-      await call(session, "DELETE", `/calculation-definitions/${encodeURIComponent(id)}`);
-      await refreshList();
-      await history.load(id, "deleted");
-      status.info(`Deleted ${id}; its history is kept below.`);
+      if (await history.remove(id)) status.info(`Deleted ${id}; its history is kept below.`);
     } catch (err) {
       status.problem(err);
     }

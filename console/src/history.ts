@@ -20,14 +20,16 @@ export interface HistoryOptions {
   base: string;
   /** "API definition", "calculation definition". */
   noun: string;
-  /** After a restore: show the definition restored (the list may have changed). */
-  restored(externalId: string): Promise<void>;
+  /** After a restore or a delete: show the definition restored, or none (the list has changed). */
+  changed(externalId: string | undefined): Promise<void>;
 }
 
 export interface HistoryPanel {
   element: HTMLElement;
   /** Shows the history of `externalId`; nothing for an unsaved definition. */
   load(externalId: string | undefined, note?: string): Promise<void>;
+  /** Deletes `externalId` once the user confirms, then shows its history; true when it was deleted. */
+  remove(externalId: string): Promise<boolean>;
 }
 
 /** A record as lines to compare: the user's fields, a multi-line text (query, transform) one line per line. */
@@ -127,7 +129,7 @@ export function historyPanel(session: Session, options: HistoryOptions): History
     void (async () => {
       try {
         await call(session, "POST", `${options.base}/${encodeURIComponent(id)}/history/${version}/restore`);
-        await options.restored(id);
+        await options.changed(id);
         await load(id);
         status.info(`Restored version ${version} of ${id}.`);
       } catch (err) {
@@ -144,14 +146,21 @@ export function historyPanel(session: Session, options: HistoryOptions): History
     h("div", { class: "history-body" }, list, h("div", {}, h("div", { class: "field" }, h("label", { for: compareId }, "Compare with"), compare), diffView, h("div", { class: "actions" }, restore))),
     status.element,
   );
-  return { element, load };
+  async function remove(id: string): Promise<boolean> {
+    if (!(await confirmDelete(options.noun, id))) return false;
+    await call(session, "DELETE", `${options.base}/${encodeURIComponent(id)}`);
+    await options.changed(undefined);
+    await load(id, "deleted");
+    return true;
+  }
+  return { element, load, remove };
 }
 
 /**
  * Asks before a delete, in a modal dialog: the focus starts on Cancel, Escape cancels.
  * Resolves true when the user confirms.
  */
-export function confirmDelete(noun: string, externalId: string): Promise<boolean> {
+function confirmDelete(noun: string, externalId: string): Promise<boolean> {
   const titleId = uid("confirm-title");
   const cancel = h("button", { type: "button", autofocus: true }, "Cancel");
   const confirm = h("button", { type: "button", class: "danger" }, `Delete ${externalId}`);

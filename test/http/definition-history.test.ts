@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LightMyRequestResponse } from "fastify";
 import { openDatabase, type Database } from "../../src/db/database.js";
+import type { HistoryEntry } from "../../src/db/definition-history.js";
 import { describeEachBackend, randomTenant, TEST_DATABASE_URL, type BackendName } from "../support/backends.js";
 import { testServer, type TestServer } from "../support/server.js";
 import { adminToken, hsToken, userToken } from "../support/tokens.js";
@@ -26,16 +27,7 @@ const calculation = (value: number, extra: object = {}) => ({
   ...extra,
 });
 
-interface Entry {
-  version: number;
-  action: string;
-  changedBy: { userId: string | null; name: string | null };
-  changedAt: string;
-  restoredFrom?: number;
-  renamedFrom?: string;
-  renamedTo?: string;
-  record: Record<string, unknown>;
-}
+type Entry = HistoryEntry<Record<string, unknown>>;
 
 function expectProblem(res: LightMyRequestResponse, status: number, code: string) {
   expect(res.statusCode, res.body).to.equal(status);
