@@ -1,6 +1,7 @@
 import { call, type ProblemDetail, type Session } from "./api.js";
 import { createEditor } from "./editor.js";
 import { field, h } from "./dom.js";
+import { historyPanel } from "./history.js";
 import { statusArea } from "./status.js";
 import { tabs } from "./tabs.js";
 import { resultView } from "./view.js";
@@ -50,6 +51,7 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
   const queryOutput = resultView("Query output");
   const result = resultView("Result");
   let stored: ApiDefinition | undefined;
+  const history = historyPanel(session, { base: "/api-definitions", noun: "API definition", changed: (id) => refreshList(id) });
   const values = new Map<string, string>();
 
   const readData = (): ApiDefinition["data"] | undefined => {
@@ -94,6 +96,8 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
     state.value = isStored ? (definition.active ? "Active" : "Inactive") : "Not saved";
     activate.disabled = !isStored || definition.active;
     deactivate.disabled = !isStored || !definition.active;
+    remove.disabled = !isStored;
+    void history.load(isStored ? definition.externalId : undefined);
     query.clearMarks();
     transform.clearMarks();
     queryOutput.clear();
@@ -183,6 +187,16 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
     }
   }
 
+  async function deleteStored(): Promise<void> {
+    const id = stored?.externalId;
+    if (id === undefined) return;
+    try {
+      if (await history.remove(id)) status.info(`Deleted ${id}; its history is kept below.`);
+    } catch (err) {
+      status.problem(err);
+    }
+  }
+
   const runButton = h("button", { type: "button" }, "Run");
   const saveButton = h("button", { type: "button" }, "Save");
   const activate = h("button", { type: "button" }, "Activate");
@@ -191,6 +205,8 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
   saveButton.addEventListener("click", () => void save());
   activate.addEventListener("click", () => void setActive(true));
   deactivate.addEventListener("click", () => void setActive(false));
+  const remove = h("button", { type: "button", class: "danger" }, "Delete…");
+  remove.addEventListener("click", () => void deleteStored());
 
   void refreshList().catch((err: unknown) => status.problem(err));
   return h(
@@ -200,8 +216,9 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
     h("div", { class: "row" }, field("API definition", picker), field("Name", name), field("External id", externalId), field("Version", version), h("div", { class: "field" }, h("span", {}, "State"), state)),
     editorTabs.element,
     parameterForm,
-    h("div", { class: "actions" }, runButton, saveButton, activate, deactivate),
+    h("div", { class: "actions" }, runButton, saveButton, activate, deactivate, remove),
     status.element,
     h("div", { class: "side-by-side" }, queryOutput.element, result.element),
+    history.element,
   );
 }

@@ -2,6 +2,7 @@ import { call, type Session } from "./api.js";
 import { chartOf, type Point } from "./chart.js";
 import { createEditor } from "./editor.js";
 import { field, h } from "./dom.js";
+import { historyPanel } from "./history.js";
 import { statusArea } from "./status.js";
 import { resultView } from "./view.js";
 
@@ -32,6 +33,7 @@ export function calculationsScreen(session: Session): HTMLElement {
   const chart = h("div", { class: "chart-area" });
   const values = resultView("Buckets");
   let stored: string | undefined;
+  const history = historyPanel(session, { base: "/calculation-definitions", noun: "calculation definition", changed: (id) => refreshList(id) });
 
   const parsed = (text: string, what: string): Record<string, unknown> | undefined => {
     try {
@@ -49,6 +51,8 @@ export function calculationsScreen(session: Session): HTMLElement {
     definition.setText(JSON.stringify(value, null, 2));
     chart.replaceChildren();
     values.clear();
+    remove.disabled = isStored === undefined;
+    void history.load(isStored);
   }
 
   async function refreshList(selected?: string): Promise<void> {
@@ -102,6 +106,16 @@ export function calculationsScreen(session: Session): HTMLElement {
     }
   }
 
+  async function deleteStored(): Promise<void> {
+    const id = stored;
+    if (id === undefined) return;
+    try {
+      if (await history.remove(id)) status.info(`Deleted ${id}; its history is kept below.`);
+    } catch (err) {
+      status.problem(err);
+    }
+  }
+
   picker.addEventListener("change", () => {
     if (picker.value === "") show(NEW_CALCULATION, undefined);
     else void refreshList(picker.value).catch((err: unknown) => status.problem(err));
@@ -110,6 +124,8 @@ export function calculationsScreen(session: Session): HTMLElement {
   const runButton = h("button", { type: "button" }, "Calculate");
   saveButton.addEventListener("click", () => void save());
   runButton.addEventListener("click", () => void run());
+  const remove = h("button", { type: "button", class: "danger" }, "Delete…");
+  remove.addEventListener("click", () => void deleteStored());
   void refreshList().catch((err: unknown) => status.problem(err));
   return h(
     "section",
@@ -117,9 +133,10 @@ export function calculationsScreen(session: Session): HTMLElement {
     h("h2", { id: "calc-title" }, "Calculation Definitions"),
     field("Calculation definition", picker),
     h("div", { class: "two" }, h("div", {}, h("h3", {}, "Definition"), definitionHost), h("div", {}, h("h3", {}, "Run request: eventDateRange, queryOptions, inputs (override the definition)"), requestHost)),
-    h("div", { class: "actions" }, runButton, saveButton),
+    h("div", { class: "actions" }, runButton, saveButton, remove),
     status.element,
     chart,
     values.element,
+    history.element,
   );
 }

@@ -10,6 +10,7 @@ import { checkCalculation, expressionUses, type CalculationDefinition, type Calc
 import { evaluateCalculation, failed, type CalculateRequest, type CalculationResult, type RunContext } from "./evaluate.js";
 import type { StepLimits } from "./steps.js";
 import * as store from "./store.js";
+import { VersionedDefinitions, type Actor, type HistoryEntry, type VersionedStore } from "../definitions/history.js";
 
 export type { CalculateRequest, CalculationInput, CalculationResult } from "./evaluate.js";
 export type { CalculationDefinitionPage } from "./store.js";
@@ -29,6 +30,17 @@ const MAX_DEPTH = 10;
 function notFound(externalId: string): ProblemError {
   return new ProblemError("CALCULATION_DEFINITION_NOT_FOUND", `there is no calculation definition "${externalId}" in this tenant`);
 }
+
+/** Calculation Definitions as the history writes them. */
+const CALCULATION_STORE: VersionedStore<CalculationDefinition, CalculationDefinitionInput> = {
+  kind: "calculation",
+  find: store.findCalculation,
+  insert: store.insertCalculation,
+  replace: store.replaceCalculation,
+  remove: store.deleteCalculation,
+  inputOf: (record, externalId) => ({ name: record.name, externalId, calculationType: record.calculationType, active: record.active, data: record.data }),
+  notFound,
+};
 
 /** A run: besides its "now" and deadline, the definitions it may reach, read once at its start, and the chain being calculated. */
 interface Run extends RunContext {
@@ -56,7 +68,10 @@ export class Calculations {
     cacheSize = 1000,
   ) {
     this.cache = new CompiledCache(cacheSize);
+    this.versions = new VersionedDefinitions(knex, CALCULATION_STORE);
   }
+
+  private readonly versions: VersionedDefinitions<CalculationDefinition, CalculationDefinitionInput>;
 
   /** How many definitions were checked and compiled to be run (cache misses), since the start. */
   get compilations(): number {
@@ -73,10 +88,10 @@ export class Calculations {
     return compiled;
   }
 
-  async create(tenant: string, input: CalculationDefinitionInput): Promise<CalculationDefinition> {
+  async create(tenant: string, input: CalculationDefinitionInput, actor?: Actor): Promise<CalculationDefinition> {
     return this.saveChecked(tenant, async (trx) => {
       await this.check(tenant, input, trx);
-      return store.insertCalculation(trx, tenant, input);
+      return this.versions.create(trx, tenant, input, actor);
     });
   }
 
@@ -104,18 +119,26 @@ export class Calculations {
     return store.listCalculations(this.knex, tenant, page);
   }
 
-  async replace(tenant: string, externalId: string, input: CalculationDefinitionInput): Promise<CalculationDefinition> {
+  async replace(tenant: string, externalId: string, input: CalculationDefinitionInput, actor?: Actor, restoredFrom?: number): Promise<CalculationDefinition> {
     if (input.externalId !== externalId) throw new ProblemError("INVALID_REQUEST", "the body's externalId must be the one in the path");
     return this.saveChecked(tenant, async (trx) => {
       await this.check(tenant, input, trx);
-      const replaced = await store.replaceCalculation(trx, tenant, externalId, input);
-      if (replaced === undefined) throw notFound(externalId);
-      return replaced;
+      return this.versions.replace(trx, tenant, externalId, input, actor, restoredFrom);
     });
   }
 
-  async delete(tenant: string, externalId: string): Promise<void> {
-    if (!(await store.deleteCalculation(this.knex, tenant, externalId))) throw notFound(externalId);
+  async delete(tenant: string, externalId: string, actor?: Actor): Promise<void> {
+    await writeTransaction(this.knex, (trx) => this.versions.delete(trx, tenant, externalId, actor));
+  }
+
+  /** `GET /calculation-definitions/{externalId}/history`: newest first. */
+  history(tenant: string, externalId: string): Promise<HistoryEntry<CalculationDefinition>[]> {
+    return this.versions.history(tenant, externalId);
+  }
+
+  /** `POST /calculation-definitions/{externalId}/history/{version}/restore`: a new version equal to that one, checked as a save is. */
+  async restore(tenant: string, externalId: string, version: number, actor?: Actor): Promise<CalculationDefinition> {
+    return this.replace(tenant, externalId, await this.versions.restoreInput(tenant, externalId, version), actor, version);
   }
 
   /** `POST /calculation-definitions/{externalId}/calculate`. */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
-import { DEFINITION_COLUMNS, definitionFields, definitionPage, NEXT_UPDATED_AT, NOW_MS, type DefinitionRow } from "../db/definition-rows.js";
+import { firstTimestamp } from "../db/definition-history.js";
+import { DEFINITION_COLUMNS, definitionFields, definitionPage, NEXT_UPDATED_AT, type DefinitionRow } from "../db/definition-rows.js";
 import { ProblemError, isUniqueViolation } from "../errors.js";
 import type { CalculationDefinition, CalculationDefinitionInput } from "./definition.js";
 
@@ -23,7 +24,7 @@ function columnsOf(input: CalculationDefinitionInput) {
 export async function insertCalculation(knex: Knex, tenant: string, input: CalculationDefinitionInput): Promise<CalculationDefinition> {
   try {
     const [row] = (await knex("calculation_definitions")
-      .insert({ tenant, id: randomUUID(), external_id: input.externalId, ...columnsOf(input), created_at: knex.raw(NOW_MS), updated_at: knex.raw(NOW_MS) })
+      .insert({ tenant, id: randomUUID(), external_id: input.externalId, ...columnsOf(input), created_at: firstTimestamp(knex, tenant, "calculation", input.externalId), updated_at: firstTimestamp(knex, tenant, "calculation", input.externalId) })
       .returning(COLUMNS)) as Row[];
     return toDefinition(row!);
   } catch (err) {
@@ -34,8 +35,10 @@ export async function insertCalculation(knex: Knex, tenant: string, input: Calcu
   }
 }
 
-export async function findCalculation(knex: Knex, tenant: string, externalId: string): Promise<CalculationDefinition | undefined> {
-  const row = (await knex("calculation_definitions").where({ tenant, external_id: externalId }).first(COLUMNS)) as Row | undefined;
+/** `lock`: in a transaction, the row is locked to its end (a change of it reads it first). */
+export async function findCalculation(knex: Knex, tenant: string, externalId: string, lock = false): Promise<CalculationDefinition | undefined> {
+  const query = knex("calculation_definitions").where({ tenant, external_id: externalId }).first(COLUMNS);
+  const row = (await (lock ? query.forUpdate() : query)) as Row | undefined;
   return row === undefined ? undefined : toDefinition(row);
 }
 
@@ -96,7 +99,8 @@ export async function replaceCalculation(knex: Knex, tenant: string, externalId:
   return row === undefined ? undefined : toDefinition(row);
 }
 
-export async function deleteCalculation(knex: Knex, tenant: string, externalId: string): Promise<boolean> {
-  const deleted: number = await knex("calculation_definitions").where({ tenant, external_id: externalId }).del();
-  return deleted > 0;
+/** The definition deleted; undefined when there was none. */
+export async function deleteCalculation(knex: Knex, tenant: string, externalId: string): Promise<CalculationDefinition | undefined> {
+  const [row] = (await knex("calculation_definitions").where({ tenant, external_id: externalId }).del(COLUMNS)) as Row[];
+  return row === undefined ? undefined : toDefinition(row);
 }

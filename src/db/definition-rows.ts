@@ -39,13 +39,6 @@ export function definitionFields<Data>(row: DefinitionRow<Data>): DefinitionFiel
 }
 
 /**
- * A new row's timestamps: milliseconds, as the JSON shows them. The statement's time, one value
- * for both columns (clock_timestamp() is read again for each and could give createdAt and
- * updatedAt a millisecond apart).
- */
-export const NOW_MS = "date_trunc('milliseconds', statement_timestamp())";
-
-/**
  * Millisecond timestamps that grow with every change, even two in one millisecond: compiled
  * definitions are cached by (tenant, externalId, updatedAt), so an update must never keep the key.
  */

@@ -243,6 +243,43 @@ export const migrations: Migration[] = [
     ],
   },
   {
+    id: "009_definition_history",
+    statements: [
+      // Every change of an API or Calculation Definition, written in the change's own transaction
+      // (src/db/definition-history.ts): who (the token's user), when, what (the action) and the
+      // whole record, numbered per definition. Kept after a delete: a deleted definition can be restored.
+      `create table definition_history (
+        tenant text not null,
+        kind text not null,
+        external_id text not null,
+        version integer not null,
+        action text not null,
+        record jsonb not null,
+        detail jsonb,
+        user_id text,
+        user_name text,
+        changed_at timestamptz not null default now(),
+        primary key (tenant, kind, external_id, version),
+        constraint definition_history_kind check (kind in ('api', 'calculation')),
+        constraint definition_history_action check (action in ('baseline', 'create', 'update', 'activate', 'deactivate', 'delete', 'restore', 'rename'))
+      )`,
+      // The definitions stored before history was kept start with a "baseline" version: as they are, at their updatedAt, by nobody known.
+      `insert into definition_history (tenant, kind, external_id, version, action, record, changed_at)
+        select tenant, 'api', external_id, 1, 'baseline', jsonb_build_object(
+          'id', id, 'name', name, 'externalId', external_id, 'version', version, 'active', active, 'data', data,
+          'query', query, 'transform', coalesce(transform, ''),
+          'createdAt', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'updatedAt', to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')), updated_at
+        from api_definitions`,
+      `insert into definition_history (tenant, kind, external_id, version, action, record, changed_at)
+        select tenant, 'calculation', external_id, 1, 'baseline', jsonb_build_object(
+          'id', id, 'name', coalesce(name, ''), 'externalId', external_id, 'calculationType', calculation_type, 'active', active, 'data', data,
+          'createdAt', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'updatedAt', to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')), updated_at
+        from calculation_definitions`,
+    ],
+  },
+  {
     id: "010_scoped_attributes_inlined",
     statements: [
       // The same values (the index keeps its entries), from functions that are all immutable, so

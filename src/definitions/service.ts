@@ -14,6 +14,8 @@ import type { TransformInput, TransformLimits } from "../transform/protocol.js";
 import { isHeaderParameter, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
 import * as store from "./store.js";
 import { checkDefinition, compileDefinition, type CompiledDefinition } from "./validate.js";
+import { VersionedDefinitions, type Actor, type HistoryEntry, type VersionedStore } from "./history.js";
+import { writeTransaction } from "../db/write-retry.js";
 
 /** Who asks, as the transport establishes it: never taken from the request body. */
 export interface Caller {
@@ -60,11 +62,14 @@ export class ApiDefinitions {
   ) {
     this.cache = new CompiledCache(cacheSize);
     this.known = keptUpTo(cacheSize);
+    this.versions = new VersionedDefinitions(knex, API_STORE);
   }
 
-  async create(tenant: string, input: ApiDefinitionInput): Promise<ApiDefinition> {
+  private readonly versions: VersionedDefinitions<ApiDefinition, ApiDefinitionInput>;
+
+  async create(tenant: string, input: ApiDefinitionInput, actor?: Actor): Promise<ApiDefinition> {
     compileDefinition(input, this.limits.transform);
-    return store.insertDefinition(this.knex, tenant, input);
+    return writeTransaction(this.knex, (trx) => this.versions.create(trx, tenant, input, actor));
   }
 
   async get(tenant: string, externalId: string): Promise<ApiDefinition> {
@@ -77,21 +82,33 @@ export class ApiDefinitions {
     return store.listDefinitions(this.knex, tenant, options);
   }
 
-  async replace(tenant: string, externalId: string, input: ApiDefinitionInput): Promise<ApiDefinition> {
+  async replace(tenant: string, externalId: string, input: ApiDefinitionInput, actor?: Actor): Promise<ApiDefinition> {
     compileDefinition(input, this.limits.transform);
-    const replaced = await store.replaceDefinition(this.knex, tenant, externalId, input);
-    if (replaced === undefined) throw notFound(externalId);
-    return replaced;
+    return writeTransaction(this.knex, (trx) => this.versions.replace(trx, tenant, externalId, input, actor));
   }
 
-  async setActive(tenant: string, externalId: string, active: boolean): Promise<ApiDefinition> {
-    const updated = await store.setDefinitionActive(this.knex, tenant, externalId, active);
-    if (updated === undefined) throw notFound(externalId);
-    return updated;
+  async setActive(tenant: string, externalId: string, active: boolean, actor?: Actor): Promise<ApiDefinition> {
+    return writeTransaction(this.knex, async (trx) => {
+      const current = await store.findDefinition(trx, tenant, externalId, true);
+      if (current === undefined) throw notFound(externalId);
+      return this.versions.replace(trx, tenant, externalId, { ...API_STORE.inputOf(current, externalId), active }, actor);
+    });
   }
 
-  async delete(tenant: string, externalId: string): Promise<void> {
-    if (!(await store.deleteDefinition(this.knex, tenant, externalId))) throw notFound(externalId);
+  async delete(tenant: string, externalId: string, actor?: Actor): Promise<void> {
+    await writeTransaction(this.knex, (trx) => this.versions.delete(trx, tenant, externalId, actor));
+  }
+
+  /** `GET /api-definitions/{externalId}/history`: newest first. */
+  history(tenant: string, externalId: string): Promise<HistoryEntry<ApiDefinition>[]> {
+    return this.versions.history(tenant, externalId);
+  }
+
+  /** `POST /api-definitions/{externalId}/history/{version}/restore`: a new version equal to that one, checked as a save is. */
+  async restore(tenant: string, externalId: string, version: number, actor?: Actor): Promise<ApiDefinition> {
+    const input = await this.versions.restoreInput(tenant, externalId, version);
+    compileDefinition(input, this.limits.transform);
+    return writeTransaction(this.knex, (trx) => this.versions.replace(trx, tenant, externalId, input, actor, version));
   }
 
   /**
@@ -228,6 +245,25 @@ export function eventsArguments(itemId: unknown, options: unknown): { id: string
   }
   return { id: itemId.toLowerCase(), request };
 }
+
+/** API Definitions as the history writes them. */
+const API_STORE: VersionedStore<ApiDefinition, ApiDefinitionInput> = {
+  kind: "api",
+  find: store.findDefinition,
+  insert: store.insertDefinition,
+  replace: store.replaceDefinition,
+  remove: store.deleteDefinition,
+  inputOf: (record, externalId) => ({
+    name: record.name ?? undefined,
+    externalId,
+    version: record.version ?? undefined,
+    active: record.active,
+    data: record.data,
+    query: record.query,
+    transform: record.transform,
+  }),
+  notFound,
+};
 
 /** A known definition's guard failed: the stored row is no longer the one it was compiled from. */
 const STALE = Symbol("stale");

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
-import { DEFINITION_COLUMNS, definitionFields, definitionPage, NEXT_UPDATED_AT, NOW_MS, type DefinitionRow } from "../db/definition-rows.js";
+import { firstTimestamp } from "../db/definition-history.js";
+import { DEFINITION_COLUMNS, definitionFields, definitionPage, NEXT_UPDATED_AT, type DefinitionRow } from "../db/definition-rows.js";
 import { ProblemError, isUniqueViolation } from "../errors.js";
 import { isEmptyTransform, type ApiDefinition, type ApiDefinitionData, type ApiDefinitionInput } from "./api-definition.js";
 
@@ -44,8 +45,8 @@ export async function insertDefinition(knex: Knex, tenant: string, input: ApiDef
         tenant,
         id: randomUUID(),
         ...columnsOf(input),
-        created_at: knex.raw(NOW_MS),
-        updated_at: knex.raw(NOW_MS),
+        created_at: firstTimestamp(knex, tenant, "api", input.externalId),
+        updated_at: firstTimestamp(knex, tenant, "api", input.externalId),
       })
       .returning(COLUMNS)) as Row[];
     return toDefinition(row!);
@@ -55,8 +56,10 @@ export async function insertDefinition(knex: Knex, tenant: string, input: ApiDef
   }
 }
 
-export async function findDefinition(knex: Knex, tenant: string, externalId: string): Promise<ApiDefinition | undefined> {
-  const row = (await knex("api_definitions").where({ tenant, external_id: externalId }).first(COLUMNS)) as Row | undefined;
+/** `lock`: in a transaction, the row is locked to its end (a change of it reads it first). */
+export async function findDefinition(knex: Knex, tenant: string, externalId: string, lock = false): Promise<ApiDefinition | undefined> {
+  const query = knex("api_definitions").where({ tenant, external_id: externalId }).first(COLUMNS);
+  const row = (await (lock ? query.forUpdate() : query)) as Row | undefined;
   return row === undefined ? undefined : toDefinition(row);
 }
 
@@ -88,15 +91,8 @@ export async function replaceDefinition(knex: Knex, tenant: string, externalId: 
   }
 }
 
-export async function setDefinitionActive(knex: Knex, tenant: string, externalId: string, active: boolean): Promise<ApiDefinition | undefined> {
-  const [row] = (await knex("api_definitions")
-    .where({ tenant, external_id: externalId })
-    .update({ active, updated_at: knex.raw(NEXT_UPDATED_AT) })
-    .returning(COLUMNS)) as Row[];
+/** The definition deleted; undefined when there was none. */
+export async function deleteDefinition(knex: Knex, tenant: string, externalId: string): Promise<ApiDefinition | undefined> {
+  const [row] = (await knex("api_definitions").where({ tenant, external_id: externalId }).del(COLUMNS)) as Row[];
   return row === undefined ? undefined : toDefinition(row);
-}
-
-export async function deleteDefinition(knex: Knex, tenant: string, externalId: string): Promise<boolean> {
-  const deleted: number = await knex("api_definitions").where({ tenant, external_id: externalId }).del();
-  return deleted > 0;
 }

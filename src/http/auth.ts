@@ -11,6 +11,8 @@ import { RemoteKeys } from "./remote-keys.js";
 export interface Principal {
   /** The configured user claim (default `sub`); undefined when the token has none. */
   userId: string | undefined;
+  /** The token's `name` claim (else `preferred_username`), when it is a string: shown beside the user id in definition histories. */
+  name?: string | undefined;
   /**
    * The roles of the roles claims (JWT_ROLES_CLAIM, default `roles`), through JWT_ROLE_MAP when set.
    * The roles apply within {@link tenants} only.
@@ -70,7 +72,9 @@ export function createAuthenticator(auth: AuthConfig, verifiedTokensKept = 10_00
     const roles = readRoles(payload, rolesClaims, auth.roleMap);
     const tenants = readTenants(payload, auth.tenantsClaim);
     const expiresAtMs = (payload.exp! + auth.clockSkewSeconds) * 1000;
-    const principal: Principal = Object.freeze({ userId: typeof user === "string" || typeof user === "number" ? String(user) : undefined, roles: Object.freeze(roles) as string[], tenants, expiresAtMs });
+    const name = [payload.name, payload.preferred_username].find((n): n is string => typeof n === "string");
+    const userId = typeof user === "string" || typeof user === "number" ? String(user) : undefined;
+    const principal: Principal = Object.freeze({ userId, name, roles: Object.freeze(roles) as string[], tenants, expiresAtMs });
     verified.add(token, principal);
     return principal;
   };

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from "fastify";
+import type { Actor } from "../db/definition-history.js";
 import { ProblemError } from "../errors.js";
 
 const TENANT_PATTERN = /^[\x21-\x7e]{1,128}$/;
@@ -21,4 +22,9 @@ export function readTenant(header: string | string[] | undefined): string {
     throw new ProblemError("INVALID_REQUEST", message, { errors: [{ path: "headers.x-tenant-id", message }] });
   }
   return tenant;
+}
+
+/** Who makes a change, as a definition's history records it: the token's user id and name. */
+export function actorOf(request: FastifyRequest): Actor {
+  return { userId: request.principal?.userId, name: request.principal?.name };
 }

@@ -170,11 +170,11 @@ describe("admin console in a browser", function () {
     await page.getByRole("button", { name: "Save" }).click();
     await status("Definition status").getByText("Saved console-points.").waitFor();
     expect(await page.getByLabel("API definition", { exact: true }).inputValue()).to.equal("console-points");
-    await page.getByRole("button", { name: "Deactivate" }).click();
+    await page.getByRole("button", { name: "Deactivate", exact: true }).click();
     await status("Definition status").getByText("console-points is inactive.").waitFor();
     const stored = await demo.server.app.inject({ method: "GET", url: "/api-definitions/console-points", headers: { authorization: `Bearer ${demo.token}`, "x-tenant-id": DEMO_TENANT } });
     expect(stored.json()).to.include({ externalId: "console-points", name: "Points by type, from the console", active: false });
-    expect(await page.getByRole("button", { name: "Deactivate" }).isDisabled()).to.equal(true);
+    expect(await page.getByRole("button", { name: "Deactivate", exact: true }).isDisabled()).to.equal(true);
     await shot("04-saved-and-deactivated");
     await page.getByRole("button", { name: "Activate", exact: true }).click();
     await status("Definition status").getByText("console-points is active.").waitFor();

@@ -43,7 +43,9 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
     describe(`${title} [${name}]`, function () {
       this.timeout(30_000);
       const ctx = { name } as BackendContext;
-      before(async () => {
+      before(async function () {
+        // The first opening of a run migrates the database: slow on a busy machine, the tests not.
+        this.timeout(120_000);
         ctx.db = await backend(name);
       });
       beforeEach(() => {

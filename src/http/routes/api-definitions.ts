@@ -2,7 +2,8 @@ import { Type } from "typebox";
 import type { ApiDefinitionInput } from "../../definitions/api-definition.js";
 import { EXTERNAL_ID_MAX_LENGTH } from "../../input.js";
 import { apiRequest } from "../../tasks/tasks.js";
-import { requireTenant } from "../request.js";
+import { actorOf, requireTenant } from "../request.js";
+import { definitionHistoryRoutes } from "./definition-history.js";
 import { ExternalId, NoContent, PageFields, PageQuery } from "../schemas.js";
 import type { App, ServerDeps } from "../types.js";
 
@@ -68,7 +69,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
   app.post(
     "/api-definitions",
     { config: admin, schema: { operationId: "createApiDefinition", summary: "Create an API definition (validated: every problem listed)", tags, body: DefinitionBody, response: { 201: Definition } } },
-    async (request, reply) => reply.status(201).send(await definitions.create(requireTenant(request), request.body)),
+    async (request, reply) => reply.status(201).send(await definitions.create(requireTenant(request), request.body, actorOf(request))),
   );
 
   app.get(
@@ -98,7 +99,7 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
   app.put(
     "/api-definitions/:externalId",
     { config: admin, schema: { operationId: "replaceApiDefinition", summary: "Replace an API definition (the body's externalId may rename it)", tags, params: Params, body: DefinitionBody, response: { 200: Definition } } },
-    async (request) => definitions.replace(requireTenant(request), request.params.externalId, request.body),
+    async (request) => definitions.replace(requireTenant(request), request.params.externalId, request.body, actorOf(request)),
   );
 
   app.patch(
@@ -114,17 +115,19 @@ export function apiDefinitionRoutes(app: App, { services }: ServerDeps): void {
         response: { 200: Definition },
       },
     },
-    async (request) => definitions.setActive(requireTenant(request), request.params.externalId, request.body.active),
+    async (request) => definitions.setActive(requireTenant(request), request.params.externalId, request.body.active, actorOf(request)),
   );
 
   app.delete(
     "/api-definitions/:externalId",
     { config: admin, schema: { operationId: "deleteApiDefinition", summary: "Delete an API definition", tags, params: Params, response: { 204: NoContent } } },
     async (request, reply) => {
-      await definitions.delete(requireTenant(request), request.params.externalId);
+      await definitions.delete(requireTenant(request), request.params.externalId, actorOf(request));
       return reply.status(204).send(null);
     },
   );
+
+  definitionHistoryRoutes(app, { base: "/api-definitions", noun: "API definition", tags, record: Definition, service: definitions });
 
   app.post(
     "/api-definitions/test",

@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { CalculationData, CalculationType } from "../../calculation/definition.js";
-import { requireTenant } from "../request.js";
+import { actorOf, requireTenant } from "../request.js";
+import { definitionHistoryRoutes } from "./definition-history.js";
 import { Bucket, DateRangeBody, ExternalId, NoContent, PageFields, PageQuery, QueryOptionsBody, Uuid } from "../schemas.js";
 import type { App, ServerDeps } from "../types.js";
 
@@ -41,7 +42,7 @@ export function calculationRoutes(app: App, { services }: ServerDeps): void {
     "/calculation-definitions",
     { config: admin, schema: { operationId: "createCalculationDefinition", summary: "Create a calculation definition (every problem listed)", tags, body: Body, response: { 201: Definition } } },
     async (request, reply) =>
-    reply.status(201).send(await calculations.create(requireTenant(request), request.body)),
+    reply.status(201).send(await calculations.create(requireTenant(request), request.body, actorOf(request))),
   );
   app.get(
     "/calculation-definitions",
@@ -65,16 +66,17 @@ export function calculationRoutes(app: App, { services }: ServerDeps): void {
   app.put(
     "/calculation-definitions/:externalId",
     { config: admin, schema: { operationId: "replaceCalculationDefinition", summary: "Replace a calculation definition", tags, params: Params, body: Body, response: { 200: Definition } } },
-    async (request) => calculations.replace(requireTenant(request), request.params.externalId, request.body),
+    async (request) => calculations.replace(requireTenant(request), request.params.externalId, request.body, actorOf(request)),
   );
   app.delete(
     "/calculation-definitions/:externalId",
     { config: admin, schema: { operationId: "deleteCalculationDefinition", summary: "Delete a calculation definition", tags, params: Params, response: { 204: NoContent } } },
     async (request, reply) => {
-      await calculations.delete(requireTenant(request), request.params.externalId);
+      await calculations.delete(requireTenant(request), request.params.externalId, actorOf(request));
       return reply.status(204).send(null);
     },
   );
+  definitionHistoryRoutes(app, { base: "/calculation-definitions", noun: "calculation definition", tags, record: Definition, service: calculations });
   app.post(
     "/calculation-definitions/:externalId/calculate",
     {
