@@ -1,28 +1,15 @@
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { DEMO_TENANT } from "../../src/demo/seed.js";
 import { demoServer, type DemoServer } from "../support/demo.js";
+import { ARTIFACTS, launchBrowser, setEditor as setEditorOn, shot as shotOf, unlabelledControls as unlabelledOn } from "../support/browser.js";
 
 /**
- * The console in a real browser: Debian's chromium, driven by playwright-core (never a browser
- * playwright downloads), against a server seeded with the demo. A screenshot of every screen is kept
- * in test-artifacts/console/.
+ * The console in a real browser (test/support/browser.ts) against a server seeded with the demo.
+ * A screenshot of every screen is kept in test-artifacts/console/.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ARTIFACTS = join(process.cwd(), "test-artifacts", "console");
-/** The little of the DOM the functions run in the page use: the tests compile without the DOM library. */
-interface PageElement {
-  tagName: string;
-  textContent: string | null;
-  outerHTML: string;
-  labels?: { length: number } | null;
-  getAttribute(name: string): string | null;
-}
-declare const document: { activeElement: unknown; querySelectorAll(selector: string): Iterable<PageElement> };
-
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+declare const document: { activeElement: unknown };
 
 describe("admin console in a browser", function () {
   this.timeout(120_000);
@@ -32,41 +19,19 @@ describe("admin console in a browser", function () {
   let base: string;
 
   before(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     demo = await demoServer({ TRANSFORM_TIMEOUT_MS: "1500" });
     base = await demo.server.app.listen({ port: 0, host: "127.0.0.1" });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    ({ browser, page } = await launchBrowser());
   });
   after(async () => {
     await browser?.close();
     await demo?.close();
   });
 
-  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const shot = (name: string) => shotOf(page, name);
   const status = (label: string) => page.getByRole("status", { name: label });
-
-  /** Every control on the page has an accessible name (a label, aria-label or text). */
-  async function unlabelledControls(): Promise<string[]> {
-    return page.evaluate(() => {
-      const controls = [...document.querySelectorAll("input, select, textarea, button, [contenteditable='true']")];
-      const named = (el: PageElement) =>
-        (el.labels?.length ?? 0) > 0 ||
-        (el.getAttribute("aria-label") ?? "").trim() !== "" ||
-        el.getAttribute("aria-labelledby") !== null ||
-        (el.tagName === "BUTTON" && (el.textContent ?? "").trim() !== "");
-      return controls.filter((el) => !named(el)).map((el) => el.outerHTML.slice(0, 120));
-    });
-  }
-
-  /** Replaces an editor's text as a paste would (no auto-closed brackets). */
-  async function setEditor(label: string, text: string): Promise<void> {
-    const editor = page.getByRole("textbox", { name: label, exact: true });
-    await editor.click();
-    await page.keyboard.press("Control+A");
-    await page.keyboard.press("Delete");
-    await page.keyboard.insertText(text);
-  }
+  const unlabelledControls = () => unlabelledOn(page);
+  const setEditor = (label: string, text: string) => setEditorOn(page, label, text);
 
   it("serves the page without a token and signs in with the keyboard alone", async () => {
     const plain = await fetch(`${base}/console`);
