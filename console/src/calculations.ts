@@ -118,7 +118,8 @@ export function calculationsScreen(session: Session): HTMLElement {
       model.showProblems(answer.problems);
       if (answer.problems.length > 0) status.problems("The definition has problems", answer.problems);
       else if (answer.buckets !== undefined) {
-        chart.replaceChildren(chartOf(answer.buckets, title));
+        const range = (body.eventDateRange ?? (unsaved.data as { calculation?: { eventDateRange?: unknown } } | undefined)?.calculation?.eventDateRange) as { timeZone?: string } | undefined;
+        chart.replaceChildren(chartOf(answer.buckets, title, { zone: range?.timeZone }));
         values.show(answer.buckets);
         status.info(`${answer.buckets.length} buckets.`);
       } else {

@@ -153,7 +153,7 @@ describe("admin console in a browser", function () {
     await status("Calculation status").getByText("97 buckets.").waitFor();
     const figure = page.getByRole("figure");
     expect(await figure.locator("canvas").count()).to.be.at.least(1);
-    expect(await figure.locator("figcaption").innerText()).to.equal("site-net-consumption: 97 points, 3 empty (gaps in the line)");
+    expect(await figure.locator("figcaption").innerText()).to.equal("site-net-consumption: 97 points, 3 empty (gaps in the line); times in Europe/Brussels");
     await page.getByRole("region", { name: "Buckets" }).getByLabel("Table").check();
     expect(await page.getByRole("region", { name: "Buckets" }).getByRole("row").count()).to.equal(98);
     expect(await unlabelledControls()).to.deep.equal([]);
@@ -166,7 +166,9 @@ describe("admin console in a browser", function () {
     const consumption = "S1-CONSUMPTION — S1 consumption (INGEST)";
     await page.getByLabel("Item", { exact: true }).getByRole("option", { name: consumption }).waitFor({ state: "attached" });
     await page.getByLabel("Item", { exact: true }).selectOption({ label: consumption });
-    await page.getByLabel("From").fill("2025-10-26T00:00:00+02:00");
+    await page.getByLabel("Period").selectOption("Custom range");
+    await page.getByLabel("Time zone").fill("Europe/Brussels");
+    await page.getByLabel("From", { exact: true }).fill("2025-10-26T00:00:00+02:00");
     await page.getByLabel("To", { exact: true }).fill("2025-10-27T00:00:00+01:00");
     await page.getByLabel("Interval").selectOption("Hourly");
     await page.getByLabel("Metric").selectOption("count");
