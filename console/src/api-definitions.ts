@@ -3,6 +3,7 @@ import { createEditor } from "./editor.js";
 import { field, h } from "./dom.js";
 import { statusArea } from "./status.js";
 import { tabs } from "./tabs.js";
+import { unsavedGuard } from "./unsaved.js";
 import { resultView } from "./view.js";
 
 interface ApiDefinition {
@@ -51,6 +52,7 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
   const result = resultView("Result");
   let stored: ApiDefinition | undefined;
   const values = new Map<string, string>();
+  const guard = unsavedGuard(() => JSON.stringify([name.value, externalId.value, version.value, query.text(), transform.text(), data.text()]));
 
   const readData = (): ApiDefinition["data"] | undefined => {
     try {
@@ -99,6 +101,8 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
     queryOutput.clear();
     result.clear();
     renderParameters();
+    status.clear();
+    guard.shown();
   }
 
   function edited(): ApiDefinition | undefined {
@@ -133,6 +137,10 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
   }
 
   picker.addEventListener("change", () => {
+    if (!guard.mayLeave(stored?.externalId ?? "the new definition")) {
+      picker.value = stored?.externalId ?? "";
+      return;
+    }
     if (picker.value === "") show(NEW_DEFINITION, false);
     else void refreshList(picker.value).catch((err: unknown) => status.problem(err));
   });

@@ -5,6 +5,7 @@ import { field, h } from "./dom.js";
 import type { Model } from "./model-graph.js";
 import { modeler } from "./modeler.js";
 import { statusArea } from "./status.js";
+import { unsavedGuard } from "./unsaved.js";
 import { resultView } from "./view.js";
 
 interface CalculationDefinition {
@@ -57,6 +58,7 @@ export function calculationsScreen(session: Session): HTMLElement {
   const chart = h("div", { class: "chart-area" });
   const values = resultView("Buckets");
   let stored: string | undefined;
+  const guard = unsavedGuard(() => definition.text());
 
   const parsed = (text: string, what: string): Record<string, unknown> | undefined => {
     try {
@@ -73,6 +75,8 @@ export function calculationsScreen(session: Session): HTMLElement {
     stored = isStored;
     definition.setText(JSON.stringify(value, null, 2));
     model.showProblems([]);
+    status.clear();
+    guard.shown();
     chart.replaceChildren();
     values.clear();
   }
@@ -133,6 +137,10 @@ export function calculationsScreen(session: Session): HTMLElement {
   }
 
   picker.addEventListener("change", () => {
+    if (!guard.mayLeave(stored ?? "the new calculation")) {
+      picker.value = stored ?? "";
+      return;
+    }
     if (picker.value === "") show(NEW_CALCULATION, undefined);
     else void refreshList(picker.value).catch((err: unknown) => status.problem(err));
   });

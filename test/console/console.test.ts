@@ -129,7 +129,20 @@ describe("admin console in a browser", function () {
   });
 
   it("saves a new definition, then deactivates and activates it", async () => {
+    // The transform was edited: leaving it asks first; dismissed, nothing changes.
+    page.once("dialog", (dialog) => void dialog.dismiss());
     await page.getByLabel("API definition", { exact: true }).selectOption("");
+    expect(await page.getByLabel("API definition", { exact: true }).inputValue()).to.equal("agreement-access-points");
+    expect(await status("Definition status").innerText()).to.match(/TRANSFORM_TIMEOUT_MS/);
+    let asked = "";
+    page.once("dialog", (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
+    await page.getByLabel("API definition", { exact: true }).selectOption("");
+    expect(asked).to.equal("Discard the unsaved changes to agreement-access-points?");
+    // The previous definition's problems are gone with it.
+    expect(await status("Definition status").innerText()).to.equal("");
     await page.getByLabel("External id").fill("console-points");
     await page.getByLabel("Name", { exact: true }).fill("Points by type, from the console");
     await page.getByRole("button", { name: "Save" }).click();
@@ -158,7 +171,8 @@ describe("admin console in a browser", function () {
     expect(await page.getByRole("region", { name: "Buckets" }).getByRole("row").count()).to.equal(98);
     expect(await unlabelledControls()).to.deep.equal([]);
     await shot("05-calculation-chart");
-    await page.screenshot({ path: join(ARTIFACTS, "console.png") });
+    // The README's picture (docs/console.png): the whole screen, the modeler and the chart uncut.
+    await page.screenshot({ path: join(ARTIFACTS, "console.png"), fullPage: true });
   });
 
   it("queries an item's events for a date range as buckets and as raw events", async () => {
