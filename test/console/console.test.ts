@@ -167,12 +167,12 @@ describe("admin console in a browser", function () {
     const figure = page.getByRole("figure");
     expect(await figure.locator("canvas").count()).to.be.at.least(1);
     expect(await figure.locator("figcaption").innerText()).to.equal("site-net-consumption: 97 points, 3 empty (gaps in the line); times in Europe/Brussels");
+    // The README's picture (docs/console.png): the whole screen, the modeler and the chart uncut.
+    await page.screenshot({ path: join(ARTIFACTS, "console.png"), fullPage: true });
     await page.getByRole("region", { name: "Buckets" }).getByLabel("Table").check();
     expect(await page.getByRole("region", { name: "Buckets" }).getByRole("row").count()).to.equal(98);
     expect(await unlabelledControls()).to.deep.equal([]);
     await shot("05-calculation-chart");
-    // The README's picture (docs/console.png): the whole screen, the modeler and the chart uncut.
-    await page.screenshot({ path: join(ARTIFACTS, "console.png"), fullPage: true });
   });
 
   it("queries an item's events for a date range as buckets and as raw events", async () => {
