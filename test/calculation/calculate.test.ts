@@ -3,11 +3,11 @@ import { describeEachBackend } from "../support/backends.js";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { createLinks } from "../../src/graph/links.js";
 import { testServer, type TestServer } from "../support/server.js";
-import { seedSiteSeries, SITE_SELECT } from "../support/site-series.js";
+import { seedSiteSeries, SITE_NET_BLOCK, SITE_QUARTERS, SITE_RANGE, SITE_SELECT } from "../support/site-series.js";
 import { adminToken } from "../support/tokens.js";
 
-const RANGE = { period: "Custom range", from: "2024-01-01T10:00:00Z", to: "2024-01-01T11:15:00Z", timeZone: "UTC" };
-const QUARTERS = { aggregation: { metric: "sum", interval: "15 minute" } };
+const RANGE = SITE_RANGE;
+const QUARTERS = SITE_QUARTERS;
 const SELECT = SITE_SELECT;
 
 describeEachBackend("calculation definitions", (ctx) => {
@@ -38,15 +38,7 @@ describeEachBackend("calculation definitions", (ctx) => {
   const consScope = { a: { type: "TIMESERIES", timeseries: { selectVariable: "{{?cons}}" } } };
 
   it("calculates the specification's derived series: a − b over two selected items, 15-minute buckets, first and last removed", async () => {
-    await define("net", {
-      select: SELECT,
-      expression: "a - b",
-      expressionType: "TIMESERIES",
-      eventDateRange: RANGE,
-      queryOptions: QUARTERS,
-      removeBuckets: [0, -1],
-      scope: { a: { type: "TIMESERIES", timeseries: { selectVariable: "{{?cons}}" } }, b: { type: "TIMESERIES", timeseries: { selectVariable: "{{?prod}}" } } },
-    });
+    await define("net", SITE_NET_BLOCK);
     expect((await calculate("net")).buckets).to.deep.equal([
       { timestamp: "2024-01-01T10:15:00.000Z", value: 4 },
       { timestamp: "2024-01-01T10:30:00.000Z", value: 5 },

@@ -1,27 +1,11 @@
 import { expect } from "chai";
 import { describeEachBackend } from "../support/backends.js";
 import { testServer, type TestServer } from "../support/server.js";
-import { seedSiteSeries, SITE_SELECT } from "../support/site-series.js";
+import { seedSiteSeries, SITE_NET_BLOCK, SITE_RANGE } from "../support/site-series.js";
 import { adminToken } from "../support/tokens.js";
 
-const RANGE = { period: "Custom range", from: "2024-01-01T10:00:00Z", to: "2024-01-01T11:15:00Z", timeZone: "UTC" };
-const QUARTERS = { aggregation: { metric: "sum", interval: "15 minute" } };
-const SELECT = SITE_SELECT;
-const NET = {
-  externalId: "net",
-  calculationType: "EXPRESSION",
-  data: {
-    calculation: {
-      select: SELECT,
-      expression: "a - b",
-      expressionType: "TIMESERIES",
-      eventDateRange: RANGE,
-      queryOptions: QUARTERS,
-      removeBuckets: [0, -1],
-      scope: { a: { type: "TIMESERIES", timeseries: { selectVariable: "{{?cons}}" } }, b: { type: "TIMESERIES", timeseries: { selectVariable: "{{?prod}}" } } },
-    },
-  },
-};
+const RANGE = SITE_RANGE;
+const NET = { externalId: "net", calculationType: "EXPRESSION", data: { calculation: SITE_NET_BLOCK } };
 type Answer = { buckets?: { timestamp: string; value: number | null }[]; value?: number | null; problems: { path?: string; message?: string }[] };
 
 /** POST /calculation-definitions/test: an unsaved definition run as calculate runs a stored one, with its problems; nothing stored. */
@@ -87,7 +71,7 @@ describeEachBackend("POST /calculation-definitions/test", (ctx) => {
     expect(broken).to.not.have.any.keys("buckets", "value");
     // A nested stored definition that is inactive fails the run: reported, not thrown.
     expect((await call("POST", "/calculation-definitions", { ...NET, active: false })).statusCode).to.equal(201);
-    const nested = await test({ definition: { externalId: "outer", calculationType: "EXPRESSION", data: { calculation: { expression: "n", queryOptions: QUARTERS, eventDateRange: RANGE, scope: { n: { type: "EXPRESSION", expression: "net" } } } } } });
+    const nested = await test({ definition: { externalId: "outer", calculationType: "EXPRESSION", data: { calculation: { expression: "n", queryOptions: SITE_NET_BLOCK.queryOptions, eventDateRange: RANGE, scope: { n: { type: "EXPRESSION", expression: "net" } } } } } });
     expect(nested.problems).to.have.length(1);
     expect(nested.problems[0]!.message).to.match(/not active/);
   });

@@ -6,6 +6,19 @@ import { ingestEvents } from "../../src/timeseries/ingest.js";
 /** The select query of the calculation tests: the Site S1's consumption and production items. */
 export const SITE_SELECT = 'Site ?site; entity:key "S1"; link:consumption Item:?cons; link:production Item:?prod.';
 
+export const SITE_RANGE = { period: "Custom range", from: "2024-01-01T10:00:00Z", to: "2024-01-01T11:15:00Z", timeZone: "UTC" };
+export const SITE_QUARTERS = { aggregation: { metric: "sum", interval: "15 minute" } };
+/** The specification's derived series over the site: a − b, 15-minute buckets, the first and last removed. */
+export const SITE_NET_BLOCK = {
+  select: SITE_SELECT,
+  expression: "a - b",
+  expressionType: "TIMESERIES",
+  eventDateRange: SITE_RANGE,
+  queryOptions: SITE_QUARTERS,
+  removeBuckets: [0, -1],
+  scope: { a: { type: "TIMESERIES", timeseries: { selectVariable: "{{?cons}}" } }, b: { type: "TIMESERIES", timeseries: { selectVariable: "{{?prod}}" } } },
+};
+
 /**
  * The calculation tests' site: Site S1 with a consumption and a production Item (also linked as
  * `meter`), and their events between 10:00 and 11:00 UTC on 2024-01-01. Answers the items' ids.
