@@ -4,6 +4,7 @@ import { field, h } from "./dom.js";
 import { historyPanel } from "./history.js";
 import { statusArea } from "./status.js";
 import { tabs } from "./tabs.js";
+import { unsavedGuard } from "./unsaved.js";
 import { resultView } from "./view.js";
 
 interface ApiDefinition {
@@ -53,6 +54,7 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
   let stored: ApiDefinition | undefined;
   const history = historyPanel(session, { base: "/api-definitions", noun: "API definition", changed: (id) => refreshList(id) });
   const values = new Map<string, string>();
+  const guard = unsavedGuard(() => JSON.stringify([name.value, externalId.value, version.value, query.text(), transform.text(), data.text()]));
 
   const readData = (): ApiDefinition["data"] | undefined => {
     try {
@@ -103,6 +105,8 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
     queryOutput.clear();
     result.clear();
     renderParameters();
+    status.clear();
+    guard.shown();
   }
 
   function edited(): ApiDefinition | undefined {
@@ -137,6 +141,10 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
   }
 
   picker.addEventListener("change", () => {
+    if (!guard.mayLeave(stored?.externalId ?? "the new definition")) {
+      picker.value = stored?.externalId ?? "";
+      return;
+    }
     if (picker.value === "") show(NEW_DEFINITION, false);
     else void refreshList(picker.value).catch((err: unknown) => status.problem(err));
   });

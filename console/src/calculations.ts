@@ -1,9 +1,12 @@
-import { call, type Session } from "./api.js";
+import { call, type ProblemDetail, type Session } from "./api.js";
 import { chartOf, type Point } from "./chart.js";
 import { createEditor } from "./editor.js";
 import { field, h } from "./dom.js";
 import { historyPanel } from "./history.js";
+import type { Model } from "./model-graph.js";
+import { modeler } from "./modeler.js";
 import { statusArea } from "./status.js";
+import { unsavedGuard } from "./unsaved.js";
 import { resultView } from "./view.js";
 
 interface CalculationDefinition {
@@ -27,13 +30,37 @@ export function calculationsScreen(session: Session): HTMLElement {
   const picker = h("select", { name: "calculation" });
   const definitionHost = h("div", { class: "editor" });
   const requestHost = h("div", { class: "editor small" });
-  const definition = createEditor(definitionHost, "Calculation definition (JSON)", { json: true });
+  // The JSON and the visual model edit one definition: each edit of one is drawn in the other.
+  let fromModel = false;
+  const model = modeler({
+    onChange(next) {
+      fromModel = true;
+      definition.setText(JSON.stringify(next, null, 2));
+      fromModel = false;
+    },
+    onRun: () => void run(),
+  });
+  const definition = createEditor(definitionHost, "Calculation definition (JSON)", {
+    json: true,
+    onChange() {
+      if (fromModel) return;
+      try {
+        const value: unknown = JSON.parse(definition.text());
+        if (value === null || typeof value !== "object" || Array.isArray(value)) throw new Error("not an object");
+        model.setModel(value as Model);
+        model.setInvalid(undefined);
+      } catch (err) {
+        model.setInvalid(err instanceof Error ? err.message : String(err));
+      }
+    },
+  });
   const request = createEditor(requestHost, "Run request (JSON)", { json: true, text: "{}" });
   const status = statusArea("Calculation status");
   const chart = h("div", { class: "chart-area" });
   const values = resultView("Buckets");
   let stored: string | undefined;
   const history = historyPanel(session, { base: "/calculation-definitions", noun: "calculation definition", changed: (id) => refreshList(id) });
+  const guard = unsavedGuard(() => definition.text());
 
   const parsed = (text: string, what: string): Record<string, unknown> | undefined => {
     try {
@@ -49,6 +76,9 @@ export function calculationsScreen(session: Session): HTMLElement {
   function show(value: object, isStored: string | undefined): void {
     stored = isStored;
     definition.setText(JSON.stringify(value, null, 2));
+    model.showProblems([]);
+    status.clear();
+    guard.shown();
     chart.replaceChildren();
     values.clear();
     remove.disabled = isStored === undefined;
@@ -78,31 +108,35 @@ export function calculationsScreen(session: Session): HTMLElement {
       await refreshList(saved.externalId);
       status.info(`Saved ${saved.externalId}.`);
     } catch (err) {
-      status.problem(err);
+      model.showProblems(status.problem(err));
     }
   }
 
+  /** Runs the editor's text, saved or not, through POST /calculation-definitions/test. */
   async function run(): Promise<void> {
     const body = parsed(request.text() || "{}", "The run request");
-    if (body === undefined) return;
-    if (stored === undefined) {
-      status.problem(new Error("Save the calculation before running it"));
-      return;
-    }
+    const unsaved = parsed(definition.text(), "The definition");
+    if (body === undefined || unsaved === undefined) return;
+    const title = typeof unsaved.externalId === "string" && unsaved.externalId !== "" ? unsaved.externalId : "unsaved calculation";
     status.info("Calculating…");
+    chart.replaceChildren();
+    values.clear();
     try {
-      const answer = await call<{ buckets?: Point[]; value?: number | null }>(session, "POST", `/calculation-definitions/${encodeURIComponent(stored)}/calculate`, body);
-      if (answer.buckets !== undefined) {
-        chart.replaceChildren(chartOf(answer.buckets, stored));
+      const answer = await call<{ buckets?: Point[]; value?: number | null; problems: ProblemDetail[] }>(session, "POST", "/calculation-definitions/test", { ...body, definition: unsaved });
+      model.showProblems(answer.problems);
+      if (answer.problems.length > 0) status.problems("The definition has problems", answer.problems);
+      else if (answer.buckets !== undefined) {
+        const range = (body.eventDateRange ?? (unsaved.data as { calculation?: { eventDateRange?: unknown } } | undefined)?.calculation?.eventDateRange) as { timeZone?: string } | undefined;
+        chart.replaceChildren(chartOf(answer.buckets, title, { zone: range?.timeZone }));
         values.show(answer.buckets);
         status.info(`${answer.buckets.length} buckets.`);
       } else {
         chart.replaceChildren(h("p", { class: "value" }, `Value: ${String(answer.value)}`));
-        values.show(answer);
+        values.show({ value: answer.value });
         status.info("One value.");
       }
     } catch (err) {
-      status.problem(err);
+      model.showProblems(status.problem(err));
     }
   }
 
@@ -117,6 +151,10 @@ export function calculationsScreen(session: Session): HTMLElement {
   }
 
   picker.addEventListener("change", () => {
+    if (!guard.mayLeave(stored ?? "the new calculation")) {
+      picker.value = stored ?? "";
+      return;
+    }
     if (picker.value === "") show(NEW_CALCULATION, undefined);
     else void refreshList(picker.value).catch((err: unknown) => status.problem(err));
   });
@@ -135,6 +173,7 @@ export function calculationsScreen(session: Session): HTMLElement {
     h("div", { class: "two" }, h("div", {}, h("h3", {}, "Definition"), definitionHost), h("div", {}, h("h3", {}, "Run request: eventDateRange, queryOptions, inputs (override the definition)"), requestHost)),
     h("div", { class: "actions" }, runButton, saveButton, remove),
     status.element,
+    model.element,
     chart,
     values.element,
     history.element,

@@ -5,6 +5,8 @@ import { h } from "./dom.js";
 export interface StatusArea {
   element: HTMLElement;
   info(text: string): void;
+  /** Says nothing: what it said was about something no longer shown. */
+  clear(): void;
   /** Shows what an API call threw; answers the problem's details (for marking positions). */
   problem(err: unknown): ProblemDetail[];
   problems(title: string, list: ProblemDetail[]): void;
@@ -17,6 +19,10 @@ export function statusArea(label: string): StatusArea {
     info(text) {
       element.className = "status ok";
       element.replaceChildren(text);
+    },
+    clear() {
+      element.className = "status";
+      element.replaceChildren();
     },
     problem(err) {
       element.className = "status error";

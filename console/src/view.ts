@@ -1,3 +1,4 @@
+import { rounded } from "./chart.js";
 import { h } from "./dom.js";
 
 /** A JSON value shown two ways, switched by a pair of radio buttons: formatted JSON or a table. */
@@ -10,6 +11,11 @@ export function resultView(title: string): { element: HTMLElement; show(value: u
   const render = () => {
     body.replaceChildren();
     if (current === undefined) return;
+    // Nothing computed (a run with problems): said once, not a `null` pane or a one-row table.
+    if (current === null) {
+      body.append(h("p", { class: "no-result" }, `No ${title.toLowerCase()}.`));
+      return;
+    }
     body.append(asTable.checked ? tableOf(current, title) : h("pre", { class: "json", tabindex: 0, "aria-label": `${title} as JSON` }, JSON.stringify(current, null, 2)));
   };
   asJson.addEventListener("change", render);
@@ -62,5 +68,6 @@ function table(rows: unknown[], caption: string): HTMLElement {
 function cell(value: unknown): string {
   if (value === undefined) return "";
   if (value === null) return "null";
+  if (typeof value === "number") return String(rounded(value));
   return typeof value === "object" ? JSON.stringify(value) : String(value);
 }

@@ -48,6 +48,9 @@ interface Run extends RunContext {
   chain: string[];
 }
 
+/** What `test` answers: `calculate`'s answer when the definition ran, and the problems found (none when it ran). */
+export type TestOutcome = (CalculationResult | Record<never, never>) & { problems: ProblemDetail[] };
+
 /** The outcome of checking a definition: compiled, or its problems. */
 type Checked = { compiled?: CompiledCalculation; problems: ProblemDetail[] };
 
@@ -146,6 +149,29 @@ export class Calculations {
     const deadline = Deadline.after(this.limits.timeoutMs, this.limits.clock);
     const definitions = await store.reachableCalculations(this.knex, tenant, [externalId]);
     return this.run({ tenant, now, deadline, definitions, chain: [] }, externalId, request);
+  }
+
+  /**
+   * `POST /calculation-definitions/test`: checks and runs an unsaved definition, storing nothing.
+   * Its problems, and a run's failure (`CALCULATION_FAILED`, a stored definition it names that is
+   * no longer valid), are reported beside whatever could be computed; only a bad request is thrown.
+   * Stored definitions it names through EXPRESSION scopes are read as `calculate` reads them.
+   */
+  async test(tenant: string, input: CalculationDefinitionInput, request: CalculateRequest, now = new Date()): Promise<TestOutcome> {
+    const deadline = Deadline.after(this.limits.timeoutMs, this.limits.clock);
+    const definitions = await store.reachableCalculations(this.knex, tenant, expressionUses(input));
+    const { compiled, problems } = await checkCalculation(input, (externalId) => (externalId === input.externalId ? input : definitions.get(externalId)), this.limits.steps, deadline);
+    if (compiled === undefined) return { problems };
+    const run: Run = { tenant, now, deadline, definitions, chain: [input.externalId] };
+    const environment = { graph: this.graph, timeSeries: this.timeSeries, query: this.limits.query, nested: (id: string, nested: CalculateRequest) => this.run(run, id, nested) };
+    try {
+      return { ...(await evaluateCalculation(environment, run, compiled, request)), problems: [] };
+    } catch (err) {
+      if (!(err instanceof ProblemError) || (err.code !== "CALCULATION_FAILED" && err.code !== "INVALID_DEFINITION")) throw err;
+      // A nested definition's problems have paths in that definition: its message names it instead.
+      const nestedInvalid = err.code === "INVALID_DEFINITION";
+      return { problems: (!nestedInvalid && err.errors) || [{ path: "calculation", message: err.message }] };
+    }
   }
 
   private async run(run: Run, externalId: string, request: CalculateRequest): Promise<CalculationResult> {

@@ -16,6 +16,8 @@ export interface ResultUse {
 export interface RewriteProblem {
   message: string;
   offset: number;
+  /** Where the malformed `result(?` construct it is about starts: JSONata's error from there on is this one again. */
+  construct?: number;
 }
 
 /** What a label or a parameter name may be. */
@@ -60,9 +62,10 @@ export function readResultConstruct(tokens: readonly Token[], i: number, text: s
   /** Gives up at token `k`: what was expected there, or why the text has no token there. */
   const malformed = (expected: string): ResultRead => {
     const token = tokens[k];
-    if (token !== undefined) problems.push({ message: expected, offset: token.start });
-    else if (lexicalError !== undefined) problems.push({ message: lexicalError.message, offset: lexicalError.start });
-    else problems.push({ message: `${expected}, but the text ends`, offset: text.length });
+    const construct = tokens[i]!.start;
+    if (token !== undefined) problems.push({ message: expected, offset: token.start, construct });
+    else if (lexicalError !== undefined) problems.push({ message: lexicalError.message, offset: lexicalError.start, construct });
+    else problems.push({ message: `${expected}, but the text ends`, offset: text.length, construct });
     return { problems };
   };
 

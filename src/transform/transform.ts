@@ -32,12 +32,17 @@ interface JsonataError {
 /** JSONata's codes for a string, quoted name, comment or regular expression left open. */
 const UNCLOSED = new Set(["S0101", "S0105", "S0106", "S0302"]);
 
-function detail(text: string, rewritten: Rewritten, err: JsonataError, fallback: string): ProblemDetail {
+/** Where in the text as written JSONata's error is: the start of the token it names. */
+function errorOffset(rewritten: Rewritten, err: JsonataError): number | undefined {
   // JSONata reports the offset just past the token; the token's start is what a reader looks for.
   let offset = err.position;
   if (offset !== undefined && err.token !== undefined && rewritten.source.slice(offset - err.token.length, offset) === err.token) offset -= err.token.length;
-  let original = typeof offset === "number" ? rewritten.originalOffset(Math.max(0, offset)) : undefined;
-  if (err.code !== undefined && UNCLOSED.has(err.code) && rewritten.lexicalErrorStart !== undefined) original = rewritten.lexicalErrorStart;
+  if (err.code !== undefined && UNCLOSED.has(err.code) && rewritten.lexicalErrorStart !== undefined) return rewritten.lexicalErrorStart;
+  return typeof offset === "number" ? rewritten.originalOffset(Math.max(0, offset)) : undefined;
+}
+
+function detail(text: string, rewritten: Rewritten, err: JsonataError, fallback: string): ProblemDetail {
+  const original = errorOffset(rewritten, err);
   const position = original !== undefined ? positionAt(text, original) : undefined;
   return {
     path: "transform",
@@ -63,7 +68,11 @@ export function compileTransform(text: string, limits: TransformLimits): { trans
     // in its recovery mode is mostly that same error again.
     expression = jsonata(rewritten.source, { timeout: limits.timeoutMs, stack: limits.maxDepth, sequence: limits.maxSequence } as never);
   } catch (err) {
-    problems.push(detail(text, rewritten, err as JsonataError, "the transform does not parse"));
+    // A malformed result(?label) { … } is left as it is, which JSONata cannot read either: its
+    // error at or after that construct is the one already reported (one extra comma, one problem).
+    const malformed = Math.min(...rewritten.problems.map((p) => p.construct ?? Infinity));
+    const at = errorOffset(rewritten, err as JsonataError);
+    if (at === undefined || at < malformed) problems.push(detail(text, rewritten, err as JsonataError, "the transform does not parse"));
     return { problems };
   }
   if (problems.length > 0) return { problems };

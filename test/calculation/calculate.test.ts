@@ -1,19 +1,18 @@
 import { expect } from "chai";
+import { describeEachBackend } from "../support/backends.js";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { createLinks } from "../../src/graph/links.js";
-import { ingestEvents } from "../../src/timeseries/ingest.js";
-import { describeEachBackend } from "../support/backends.js";
 import { testServer, type TestServer } from "../support/server.js";
+import { seedSiteSeries, SITE_NET_BLOCK, SITE_QUARTERS, SITE_RANGE, SITE_SELECT } from "../support/site-series.js";
 import { adminToken } from "../support/tokens.js";
 
-const RANGE = { period: "Custom range", from: "2024-01-01T10:00:00Z", to: "2024-01-01T11:15:00Z", timeZone: "UTC" };
-const QUARTERS = { aggregation: { metric: "sum", interval: "15 minute" } };
-const SELECT = 'Site ?site; entity:key "S1"; link:consumption Item:?cons; link:production Item:?prod.';
+const RANGE = SITE_RANGE;
+const QUARTERS = SITE_QUARTERS;
+const SELECT = SITE_SELECT;
 
 describeEachBackend("calculation definitions", (ctx) => {
   let server: TestServer;
   let token: string;
-  let cons: string;
   let prod: string;
   before(async () => {
     server = await testServer(ctx.db);
@@ -21,23 +20,7 @@ describeEachBackend("calculation definitions", (ctx) => {
   });
   after(() => server.app.close());
   beforeEach(async () => {
-    const stored = await upsertEntities(ctx.db.knex, ctx.tenant, [
-      { type: "Site", key: "S1" },
-      { type: "Item", key: "cons" },
-      { type: "Item", key: "prod" },
-    ]);
-    [cons, prod] = [stored[1]!.id, stored[2]!.id];
-    await createLinks(ctx.db.knex, ctx.tenant, [
-      { from: { type: "Site", key: "S1" }, relation: "consumption", to: { id: cons } },
-      { from: { type: "Site", key: "S1" }, relation: "production", to: { id: prod } },
-      { from: { type: "Site", key: "S1" }, relation: "meter", to: { id: cons } },
-      { from: { type: "Site", key: "S1" }, relation: "meter", to: { id: prod } },
-    ]);
-    const at = (hm: string) => `2024-01-01T${hm}:00Z`;
-    await ingestEvents(ctx.db.knex, ctx.tenant, [
-      ...[["10:00", 1], ["10:05", 2], ["10:20", 5], ["10:40", 7], ["10:50", 1], ["11:00", 4]].map(([t, v]) => ({ itemId: cons, timestamp: at(t as string), value: v })),
-      ...[["10:16", 1], ["10:31", 2], ["10:46", 10]].map(([t, v]) => ({ itemId: prod, timestamp: at(t as string), value: v })),
-    ]);
+    ({ prod } = await seedSiteSeries(ctx.db.knex, ctx.tenant));
   });
 
   const call = (method: "POST" | "PUT" | "GET" | "DELETE", url: string, payload?: unknown) =>
@@ -55,15 +38,7 @@ describeEachBackend("calculation definitions", (ctx) => {
   const consScope = { a: { type: "TIMESERIES", timeseries: { selectVariable: "{{?cons}}" } } };
 
   it("calculates the specification's derived series: a − b over two selected items, 15-minute buckets, first and last removed", async () => {
-    await define("net", {
-      select: SELECT,
-      expression: "a - b",
-      expressionType: "TIMESERIES",
-      eventDateRange: RANGE,
-      queryOptions: QUARTERS,
-      removeBuckets: [0, -1],
-      scope: { a: { type: "TIMESERIES", timeseries: { selectVariable: "{{?cons}}" } }, b: { type: "TIMESERIES", timeseries: { selectVariable: "{{?prod}}" } } },
-    });
+    await define("net", SITE_NET_BLOCK);
     expect((await calculate("net")).buckets).to.deep.equal([
       { timestamp: "2024-01-01T10:15:00.000Z", value: 4 },
       { timestamp: "2024-01-01T10:30:00.000Z", value: 5 },

@@ -1,28 +1,15 @@
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { DEMO_TENANT } from "../../src/demo/seed.js";
 import { demoServer, type DemoServer } from "../support/demo.js";
+import { ARTIFACTS, launchBrowser, setEditor as setEditorOn, shot as shotOf, unlabelledControls as unlabelledOn } from "../support/browser.js";
 
 /**
- * The console in a real browser: Debian's chromium, driven by playwright-core (never a browser
- * playwright downloads), against a server seeded with the demo. A screenshot of every screen is kept
- * in test-artifacts/console/.
+ * The console in a real browser (test/support/browser.ts) against a server seeded with the demo.
+ * A screenshot of every screen is kept in test-artifacts/console/.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ARTIFACTS = join(process.cwd(), "test-artifacts", "console");
-/** The little of the DOM the functions run in the page use: the tests compile without the DOM library. */
-interface PageElement {
-  tagName: string;
-  textContent: string | null;
-  outerHTML: string;
-  labels?: { length: number } | null;
-  getAttribute(name: string): string | null;
-}
-declare const document: { activeElement: unknown; querySelectorAll(selector: string): Iterable<PageElement> };
-
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+declare const document: { activeElement: unknown };
 
 describe("admin console in a browser", function () {
   this.timeout(120_000);
@@ -32,41 +19,19 @@ describe("admin console in a browser", function () {
   let base: string;
 
   before(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     demo = await demoServer({ TRANSFORM_TIMEOUT_MS: "1500" });
     base = await demo.server.app.listen({ port: 0, host: "127.0.0.1" });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    ({ browser, page } = await launchBrowser());
   });
   after(async () => {
     await browser?.close();
     await demo?.close();
   });
 
-  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const shot = (name: string) => shotOf(page, name);
   const status = (label: string) => page.getByRole("status", { name: label });
-
-  /** Every control on the page has an accessible name (a label, aria-label or text). */
-  async function unlabelledControls(): Promise<string[]> {
-    return page.evaluate(() => {
-      const controls = [...document.querySelectorAll("input, select, textarea, button, [contenteditable='true']")];
-      const named = (el: PageElement) =>
-        (el.labels?.length ?? 0) > 0 ||
-        (el.getAttribute("aria-label") ?? "").trim() !== "" ||
-        el.getAttribute("aria-labelledby") !== null ||
-        (el.tagName === "BUTTON" && (el.textContent ?? "").trim() !== "");
-      return controls.filter((el) => !named(el)).map((el) => el.outerHTML.slice(0, 120));
-    });
-  }
-
-  /** Replaces an editor's text as a paste would (no auto-closed brackets). */
-  async function setEditor(label: string, text: string): Promise<void> {
-    const editor = page.getByRole("textbox", { name: label, exact: true });
-    await editor.click();
-    await page.keyboard.press("Control+A");
-    await page.keyboard.press("Delete");
-    await page.keyboard.insertText(text);
-  }
+  const unlabelledControls = () => unlabelledOn(page);
+  const setEditor = (label: string, text: string) => setEditorOn(page, label, text);
 
   it("serves the page without a token and signs in with the keyboard alone", async () => {
     const plain = await fetch(`${base}/console`);
@@ -164,7 +129,20 @@ describe("admin console in a browser", function () {
   });
 
   it("saves a new definition, then deactivates and activates it", async () => {
+    // The transform was edited: leaving it asks first; dismissed, nothing changes.
+    page.once("dialog", (dialog) => void dialog.dismiss());
     await page.getByLabel("API definition", { exact: true }).selectOption("");
+    expect(await page.getByLabel("API definition", { exact: true }).inputValue()).to.equal("agreement-access-points");
+    expect(await status("Definition status").innerText()).to.match(/TRANSFORM_TIMEOUT_MS/);
+    let asked = "";
+    page.once("dialog", (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
+    await page.getByLabel("API definition", { exact: true }).selectOption("");
+    expect(asked).to.equal("Discard the unsaved changes to agreement-access-points?");
+    // The previous definition's problems are gone with it.
+    expect(await status("Definition status").innerText()).to.equal("");
     await page.getByLabel("External id").fill("console-points");
     await page.getByLabel("Name", { exact: true }).fill("Points by type, from the console");
     await page.getByRole("button", { name: "Save" }).click();
@@ -188,12 +166,13 @@ describe("admin console in a browser", function () {
     await status("Calculation status").getByText("97 buckets.").waitFor();
     const figure = page.getByRole("figure");
     expect(await figure.locator("canvas").count()).to.be.at.least(1);
-    expect(await figure.locator("figcaption").innerText()).to.equal("site-net-consumption: 97 points, 3 empty (gaps in the line)");
+    expect(await figure.locator("figcaption").innerText()).to.equal("site-net-consumption: 97 points, 3 empty (gaps in the line); times in Europe/Brussels");
+    // The README's picture (docs/console.png): the whole screen, the modeler and the chart uncut.
+    await page.screenshot({ path: join(ARTIFACTS, "console.png"), fullPage: true });
     await page.getByRole("region", { name: "Buckets" }).getByLabel("Table").check();
     expect(await page.getByRole("region", { name: "Buckets" }).getByRole("row").count()).to.equal(98);
     expect(await unlabelledControls()).to.deep.equal([]);
     await shot("05-calculation-chart");
-    await page.screenshot({ path: join(ARTIFACTS, "console.png") });
   });
 
   it("queries an item's events for a date range as buckets and as raw events", async () => {
@@ -201,7 +180,9 @@ describe("admin console in a browser", function () {
     const consumption = "S1-CONSUMPTION — S1 consumption (INGEST)";
     await page.getByLabel("Item", { exact: true }).getByRole("option", { name: consumption }).waitFor({ state: "attached" });
     await page.getByLabel("Item", { exact: true }).selectOption({ label: consumption });
-    await page.getByLabel("From").fill("2025-10-26T00:00:00+02:00");
+    await page.getByLabel("Period").selectOption("Custom range");
+    await page.getByLabel("Time zone").fill("Europe/Brussels");
+    await page.getByLabel("From", { exact: true }).fill("2025-10-26T00:00:00+02:00");
     await page.getByLabel("To", { exact: true }).fill("2025-10-27T00:00:00+01:00");
     await page.getByLabel("Interval").selectOption("Hourly");
     await page.getByLabel("Metric").selectOption("count");

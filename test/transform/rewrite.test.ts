@@ -141,6 +141,20 @@ describe("transform rewrite", () => {
     });
   });
 
+  describe("reports a malformed result(?label) { … } once, not JSONata's error about the same text again", () => {
+    it("one extra comma is one problem, at the comma; the label is not underlined", () => {
+      expect(problemsOf('{\n  "points": result(?accessPoint) { externalId,, publicId }\n}')).to.deep.equal([
+        { path: "transform", message: 'expected a field name, or "}" to end result(?accessPoint) { … }', line: 2, column: 47 },
+      ]);
+    });
+
+    it("still reports JSONata's own error before the malformed construct", () => {
+      const problems = problemsOf('{ "a": 1 +, "points": result(?ap) { id,, key } }');
+      expect(problems).to.have.length(2);
+      expect(problems[1]).to.deep.include({ line: 1, column: 11 });
+    });
+  });
+
   describe("leaves an unterminated string, comment or regular expression to JSONata, at its place in the text as written", () => {
     it("a string: at its opening quote (JSONata itself points past the end of the text)", () => {
       expect(problemsOf('${p} & "abc\n& 1')).to.deep.equal([

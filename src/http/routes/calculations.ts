@@ -33,6 +33,18 @@ const Definition = Type.Object(
 /** `{ buckets }` for a TIMESERIES result, `{ value }` for VALUE and STATE-EXPRESSION. */
 const Result = Type.Union([Type.Object({ buckets: Type.Array(Bucket) }, { additionalProperties: false }), Type.Object({ value: Type.Union([Type.Number(), Type.Null()]) }, { additionalProperties: false })]);
 
+const CalculateBody = {
+  inputs: Type.Optional(Type.Record(Type.String(), Type.Object({ items: Type.Optional(Type.Array(Type.Object({ id: Uuid }))), value: Type.Optional(Type.Number()) }))),
+  eventDateRange: Type.Optional(DateRangeBody),
+  queryOptions: Type.Optional(QueryOptionsBody),
+};
+const Problems = Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: "the definition's problems, or the run's failure; empty when it ran" });
+/** What `calculate` answers, with the problems; neither buckets nor value when the definition has problems. */
+const TestResult = Type.Object(
+  { buckets: Type.Optional(Type.Array(Bucket)), value: Type.Optional(Type.Union([Type.Number(), Type.Null()])), problems: Problems },
+  { additionalProperties: false },
+);
+
 export function calculationRoutes(app: App, { services }: ServerDeps): void {
   const calculations = services.calculations;
   const admin = { access: "admin" as const };
@@ -86,17 +98,30 @@ export function calculationRoutes(app: App, { services }: ServerDeps): void {
         summary: "Calculate: { buckets } for TIMESERIES, { value } for VALUE and STATE-EXPRESSION",
         tags,
         params: Params,
-        body: Type.Object(
-          {
-            inputs: Type.Optional(Type.Record(Type.String(), Type.Object({ items: Type.Optional(Type.Array(Type.Object({ id: Uuid }))), value: Type.Optional(Type.Number()) }))),
-            eventDateRange: Type.Optional(DateRangeBody),
-            queryOptions: Type.Optional(QueryOptionsBody),
-          },
-          { additionalProperties: false },
-        ),
+        body: Type.Object(CalculateBody, { additionalProperties: false }),
         response: { 200: Result },
       },
     },
     async (request) => calculations.calculate(requireTenant(request), request.params.externalId, request.body),
+  );
+  app.post(
+    "/calculation-definitions/test",
+    {
+      config: admin,
+      schema: {
+        operationId: "testCalculationDefinition",
+        summary: "Run an unsaved definition: what calculate answers, and the definition's problems (nothing stored)",
+        tags,
+        body: Type.Object(
+          { definition: Type.Intersect([Type.Omit(Body, ["externalId"]), Type.Object({ externalId: Type.Optional(ExternalId) })]), ...CalculateBody },
+          { additionalProperties: false },
+        ),
+        response: { 200: TestResult },
+      },
+    },
+    async (request) => {
+      const { definition, ...run } = request.body;
+      return calculations.test(requireTenant(request), { externalId: "unsaved", ...definition }, run);
+    },
   );
 }
