@@ -6,6 +6,8 @@ import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.j
 import { itemIngestKinds } from "../graph/items.js";
 import { publishEvents, tenantWatched } from "../streams/publish.js";
 import { isoText, parseEvent, type EventRecord } from "./events.js";
+import type { Span } from "@opentelemetry/api";
+import { inSpan } from "../observe/tracing.js";
 
 /** Rows written per statement; the rows travel as eleven arrays, so the statement size does not grow. */
 const BATCH = 5000;
@@ -95,7 +97,8 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     for (let k = 1; k < rejected.length; k++) if ((rejected[k]!.row as number) > (rejected[last]!.row as number)) last = k;
     if ((rejected[last]!.row as number) > row) rejected[last] = problem;
   };
-  const flush = async (full: Entry[]) => {
+  const flush = (full: Entry[]) => inSpan("ingest batch", { "ingest.rows": full.length }, (span) => writeBatch(full, span));
+  const writeBatch = async (full: Entry[], span: Span) => {
     const entries = inKeyOrder(full);
     const refusals = await items.refusals(entries.map((e) => e.event.itemId));
     const writable = entries.filter((e) => !refusals.has(e.event.itemId)).map((e) => e.event);
@@ -104,7 +107,9 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     for (const { event, row } of refused) reject(row, "itemId", refusals.get(event.itemId)!);
     if (rejectedTotal > 0 && !options.partial) return; // nothing will be kept: stop writing, keep checking
     const kept = writable.filter((e) => items.isStored(e.itemId));
-    stored += await writeEvents(trx, tenant, kept);
+    const written = await writeEvents(trx, tenant, kept);
+    span.setAttribute("ingest.stored", written);
+    stored += written;
     streamed += writable.length - kept.length;
     watched ??= writable.length > 0 ? await tenantWatched(trx, tenant) : undefined;
     if (watched === true) await publishEvents(trx, tenant, writable);
