@@ -42,6 +42,8 @@ export interface Problem {
   code: ProblemCode;
   detail: string;
   errors?: ProblemDetail[];
+  /** The request's id (its `X-Request-Id`), added where the answer is sent. */
+  requestId?: string;
 }
 
 export class ProblemError extends Error {

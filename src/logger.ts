@@ -1,5 +1,6 @@
 import winston from "winston";
 import type { LogLevel } from "./config.js";
+import { currentCorrelation } from "./observe/correlation.js";
 import { Redactor } from "./secrets.js";
 
 export type Logger = winston.Logger;
@@ -23,6 +24,18 @@ const redacting = (redactor: Redactor) =>
   })();
 
 /**
+ * The fields of the request or task under way (observe/correlation.ts) on every line written in
+ * its course: `requestId`, `traceId`, and a task's engine keys. A field the call passes itself wins.
+ */
+const correlated = winston.format((info) => {
+  const correlation = currentCorrelation();
+  if (correlation === undefined) return info;
+  const fields: Record<string, unknown> = { requestId: correlation.requestId, traceId: correlation.traceId, ...correlation.fields };
+  for (const [key, value] of Object.entries(fields)) if (info[key] === undefined) info[key] = value;
+  return info;
+})();
+
+/**
  * JSON lines on stdout, one object per line. Callers pass structured fields; no transport ever
  * hands a header, a token or a secret to the logger, and every line passes through a
  * {@link Redactor} that knows the configuration's secrets (`secrets`, see `configSecrets`).
@@ -36,6 +49,7 @@ export function createLogger(level: LogLevel, transports?: winston.transport[], 
     level: level === "silent" ? "error" : level,
     silent: level === "silent",
     format: winston.format.combine(
+      correlated,
       winston.format.timestamp(),
       winston.format.errors({ stack: true }),
       winston.format.json(),

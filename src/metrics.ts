@@ -32,8 +32,8 @@ export class Metrics implements TaskMetrics {
   private readonly httpRequests = new Counter({ name: "http_requests_total", help: "REST requests answered", labelNames: ["method", "route", "status"], registers: [this.registry] });
   private readonly httpDuration = new Histogram({
     name: "http_request_duration_seconds",
-    help: "REST request latency",
-    labelNames: ["method", "route"],
+    help: "REST request latency, by the answer's status class (2xx, 4xx, …)",
+    labelNames: ["method", "route", "status"],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
@@ -59,19 +59,25 @@ export class Metrics implements TaskMetrics {
     const registers = [this.registry];
     new Gauge({ name: "transform_processes", help: "Child processes evaluating transforms", registers, collect() { this.set(stats().processes); } });
     new Gauge({ name: "transform_in_flight", help: "Transforms running or waiting for a process", registers, collect() { this.set(stats().inFlight); } });
-    new Gauge({
+    // A counter: the pool counts each stop once; a scrape adds what it counted since the last.
+    const counted = new Map<string, number>();
+    new Counter({
       name: "transform_stopped_total",
-      help: "Transforms stopped by a limit, by the limit's setting (a counter, read from the pool)",
+      help: "Transforms stopped by a limit, by the limit's setting",
       labelNames: ["limit"],
       registers,
       collect() {
-        for (const [limit, count] of Object.entries(stats().stopped)) this.set({ limit }, count);
+        for (const [limit, count] of Object.entries(stats().stopped)) {
+          const more = count - (counted.get(limit) ?? 0);
+          if (more > 0) this.inc({ limit }, more);
+          counted.set(limit, count);
+        }
       },
     });
   }
 
   request(method: string, route: string, status: number, seconds: number): void {
     this.httpRequests.inc({ method, route, status: String(status) });
-    this.httpDuration.observe({ method, route }, seconds);
+    this.httpDuration.observe({ method, route, status: `${Math.floor(status / 100)}xx` }, seconds);
   }
 }

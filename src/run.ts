@@ -3,13 +3,15 @@ import { createLogger, type Logger } from "./logger.js";
 import { Redactor } from "./secrets.js";
 import { createService, type Service } from "./service.js";
 import { errorText } from "./errors.js";
+import { processEnvironment } from "./config/environment.js";
+import { startTracing, type Tracing } from "./observe/tracing.js";
 
 /**
  * Starts the service and stops it cleanly on SIGTERM or SIGINT: no new work is taken, work in
  * flight finishes, the database closes, the process exits 0 (1 when the shutdown deadline passes).
  * Signals are handled from the first moment, so a stop during start-up still closes the database.
  */
-export async function runService(config: Config, logger: Logger, afterStart?: (service: Service) => Promise<void>): Promise<void> {
+export async function runService(config: Config, logger: Logger, afterStart?: (service: Service) => Promise<void>, tracing?: Tracing): Promise<void> {
   const state: { starting?: Promise<Service>; stopping: boolean } = { stopping: false };
   const stop = (signal: NodeJS.Signals) => {
     if (state.stopping) return;
@@ -28,6 +30,8 @@ export async function runService(config: Config, logger: Logger, afterStart?: (s
     deadline.unref();
     (state.starting ?? Promise.reject(new Error("not started")))
       .then((service) => service.close())
+      // The spans of the last requests and tasks are exported before the process ends.
+      .then(() => tracing?.shutdown())
       .then(
         () => {
           logger.info("stopped", { signal });
@@ -80,5 +84,11 @@ export function runFromEnvironment(role: Role): void {
   } catch (err) {
     exitOnStartFailure(err);
   }
-  runService(config, processLogger(config)).catch((err: unknown) => exitOnStartFailure(err, config));
+  const logger = processLogger(config);
+  startTracing(processEnvironment())
+    .then((tracing) => {
+      if (tracing !== undefined) logger.info("tracing on: spans exported as the OTEL_* variables say");
+      return runService(config, logger, undefined, tracing);
+    })
+    .catch((err: unknown) => exitOnStartFailure(err, config));
 }

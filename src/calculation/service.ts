@@ -11,6 +11,7 @@ import { evaluateCalculation, failed, type CalculateRequest, type CalculationRes
 import type { StepLimits } from "./steps.js";
 import * as store from "./store.js";
 import { VersionedDefinitions, type Actor, type HistoryEntry, type VersionedStore } from "../definitions/history.js";
+import { inSpan } from "../observe/tracing.js";
 
 export type { CalculateRequest, CalculationInput, CalculationResult } from "./evaluate.js";
 export type { CalculationDefinitionPage } from "./store.js";
@@ -145,7 +146,11 @@ export class Calculations {
   }
 
   /** `POST /calculation-definitions/{externalId}/calculate`. */
-  async calculate(tenant: string, externalId: string, request: CalculateRequest, now = new Date()): Promise<CalculationResult> {
+  calculate(tenant: string, externalId: string, request: CalculateRequest, now = new Date()): Promise<CalculationResult> {
+    return inSpan("calculation", { "calculation.external_id": externalId }, () => this.calculateNow(tenant, externalId, request, now));
+  }
+
+  private async calculateNow(tenant: string, externalId: string, request: CalculateRequest, now: Date): Promise<CalculationResult> {
     const deadline = Deadline.after(this.limits.timeoutMs, this.limits.clock);
     const definitions = await store.reachableCalculations(this.knex, tenant, [externalId]);
     return this.run({ tenant, now, deadline, definitions, chain: [] }, externalId, request);

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Socket } from "node:net";
 import { Readable, Transform } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
@@ -154,11 +155,12 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
       : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
         ? [408, "the request did not arrive in time"]
         : [400, `the request is not valid HTTP (${err.code ?? "unreadable"})`];
-  const body = JSON.stringify(callerProblem(new ProblemError("INVALID_REQUEST", detail, { status })));
+  const requestId = randomUUID();
+  const body = JSON.stringify({ ...callerProblem(new ProblemError("INVALID_REQUEST", detail, { status })), requestId });
   const reason = status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request";
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(err);

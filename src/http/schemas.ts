@@ -1,6 +1,4 @@
 import { Type } from "typebox";
-import type { EventDateRange } from "../timeseries/periods.js";
-import type { QueryOptions } from "../timeseries/query.js";
 import { EXTERNAL_ID_MAX_LENGTH, EXTERNAL_ID_PATTERN, MAX_OFFSET, UUID_PATTERN } from "../input.js";
 
 /** Schemas more than one route file uses, each defined once: the input limits (docs/reference/input-limits.md) and the answers. */
@@ -26,13 +24,7 @@ export const PageFields = { total: Type.Integer({ minimum: 0 }), limit: Type.Int
 /** One bucket of an aggregated series: its start and value (null for an empty bucket without gap filling). */
 export const Bucket = Type.Object({ timestamp: Type.String({ format: "date-time" }), value: Type.Union([Type.Number(), Type.Null()]) }, { additionalProperties: false });
 
-/**
- * A series request's `eventDateRange` (spec §2.3) and `queryOptions` (spec §2.4): any object at the
- * edge, typed as the services read them; the time series service checks them field by field and
- * lists every problem.
- */
-export const DateRangeBody = Type.Unsafe<EventDateRange>(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.3" }));
-export const QueryOptionsBody = Type.Unsafe<QueryOptions>(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.4" }));
+export { DateRangeBody, QueryOptionsBody } from "./series-schemas.js";
 
 /** A 204 answer: no content. */
 export const NoContent = Type.Null({ description: "No content" });
@@ -54,6 +46,7 @@ export const Problem = Type.Object(
         { description: "every problem of a body, definition or upload" },
       ),
     ),
+    requestId: Type.Optional(Type.String({ description: "the request's id, as in the X-Request-Id answer header; the service log names it" })),
   },
   { $id: "Problem", title: "Problem", additionalProperties: false },
 );

@@ -1,10 +1,11 @@
-import { randomUUID } from "node:crypto";
 import swagger from "@fastify/swagger";
 import websocket from "@fastify/websocket";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest } from "fastify";
 import { callerProblem, databaseCause, ProblemError, toProblemError, type ProblemDetail } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { requestIdFrom } from "../observe/correlation.js";
+import { endRequestSpan, startRequest } from "./observe.js";
 import { mayActIn } from "./auth.js";
 import { readTenant } from "./request.js";
 import { apiDefinitionRoutes } from "./routes/api-definitions.js";
@@ -26,7 +27,8 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   const app = Fastify({
     logger: false,
     bodyLimit: config.bodyLimitBytes,
-    genReqId: () => randomUUID(),
+    // The caller's X-Request-Id when valid (1–128 of [A-Za-z0-9._:-]), else a new uuid.
+    genReqId: (raw) => requestIdFrom(raw.headers["x-request-id"]),
     // While closing, keep-alive requests are answered by our own hook with a problem body.
     return503OnClosing: false,
     // Input limits (docs/reference/input-limits.md): path parameters are bounded by the routes' schemas, which name them.
@@ -47,6 +49,10 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
 
   app.decorateRequest("principal", undefined);
   app.decorateRequest("tenant", undefined);
+  app.decorateRequest("correlation", undefined);
+  app.decorateRequest("span", undefined);
+  // First of all: the request's id in its answer, its span, and its fields on every log line of its course.
+  app.addHook("onRequest", startRequest);
 
   let closing = false;
   app.addHook("onClose", async () => {
@@ -77,10 +83,12 @@ export async function buildServer(deps: ServerDeps): Promise<App> {
   app.addHook("preValidation", refuseFaultyText);
 
   app.addHook("onResponse", async (request, reply) => {
+    endRequestSpan(request, reply.statusCode);
     deps.metrics.request(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
     const tenantHeader = request.headers["x-tenant-id"];
     logger.info("request", {
       requestId: request.id,
+      traceId: request.correlation?.traceId,
       method: request.method,
       route: request.routeOptions.url ?? null,
       path: request.url.split("?")[0]?.slice(0, 300),
@@ -263,13 +271,18 @@ function drainThenClose(raw: FastifyRequest["raw"]): void {
 function sendProblem(problem: ProblemError, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {
   const cause = problem.cause instanceof Error ? problem.cause : undefined;
   const database = databaseCause(problem);
+  const traceId = request.correlation?.traceId;
   if (problem.code === "INTERNAL_ERROR") {
-    logger.error("request failed", { requestId: request.id, code: problem.code, error: cause?.message, stack: cause?.stack });
+    logger.error("request failed", { requestId: request.id, traceId, code: problem.code, error: cause?.message, stack: cause?.stack });
   } else if (problem.status >= 500 || database !== undefined) {
     const error = database?.message ?? cause?.message ?? problem.message;
-    logger.warn("request failed", { requestId: request.id, code: problem.code, status: problem.status, detail: problem.message, error });
+    logger.warn("request failed", { requestId: request.id, traceId, code: problem.code, status: problem.status, detail: problem.message, error });
   }
   // `complete` is false only on a real connection whose body was not read to its end (an injected request has none).
   if ((request.raw.complete as boolean | undefined) === false) reply.raw.once("finish", () => drainThenClose(request.raw));
-  return reply.status(problem.status).type("application/problem+json").send(JSON.stringify(callerProblem(problem)));
+  return reply
+    .status(problem.status)
+    .header("x-request-id", request.id)
+    .type("application/problem+json")
+    .send(JSON.stringify({ ...callerProblem(problem), requestId: request.id }));
 }

@@ -1,9 +1,11 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { Span } from "@opentelemetry/api";
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
+import type { Correlation } from "../observe/correlation.js";
 import type { Services } from "../services.js";
 import type { RunningWorker } from "../tasks/runner.js";
 import type { Authenticator, Principal } from "./auth.js";
@@ -21,6 +23,10 @@ declare module "fastify" {
   interface FastifyRequest {
     principal: Principal | undefined;
     tenant: string | undefined;
+    /** The request's id and trace id (observe.ts), set by the first onRequest hook. */
+    correlation: Correlation | undefined;
+    /** The request's server span (a no-op one when tracing is off). */
+    span: Span | undefined;
   }
   interface FastifyContextConfig {
     access?: Access;

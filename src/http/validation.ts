@@ -1,6 +1,7 @@
 import { _, Ajv, str, type ValidateFunction } from "ajv";
 import ajvFormats from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";
+import { validatedPart } from "./series-schemas.js";
 
 // ajv-formats is CommonJS; its plugin is also exported as `default` of module.exports.
 const addFormats = ajvFormats.default;
@@ -24,7 +25,7 @@ function createAjv(coerceTypes: boolean | "array"): Ajv {
 }
 
 /**
- * Two validators: JSON bodies are checked as sent (a `5` is not a `"5"`), while the query string,
+ * The parts of a schema its service checks (series-schemas.ts) are compiled as plain values. Two validators: JSON bodies are checked as sent (a `5` is not a `"5"`), while the query string,
  * path parameters and headers, which are text by nature, are coerced to the declared types.
  */
 export function schemaCompiler(): FastifySchemaCompiler<unknown> {
@@ -33,7 +34,7 @@ export function schemaCompiler(): FastifySchemaCompiler<unknown> {
   return ({ schema, httpPart, contentType }) => {
     // A body that is not JSON (NDJSON, CSV) is a stream here: its reader checks it row by row.
     if (httpPart === "body" && contentType !== undefined && contentType !== "application/json") return (data: unknown) => ({ value: data });
-    const validate: ValidateFunction = (httpPart === "body" ? strict : coercing).compile(schema as object);
+    const validate: ValidateFunction = (httpPart === "body" ? strict : coercing).compile(validatedPart(schema) as object);
     return (data: unknown) => (validate(data) ? { value: data } : { error: Object.assign(new Error("validation failed"), { validation: validate.errors }) });
   };
 }

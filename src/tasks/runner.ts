@@ -1,3 +1,4 @@
+import type { Span } from "@opentelemetry/api";
 import type { Knex } from "knex";
 import type { Logger } from "../logger.js";
 import type { TaskMetrics } from "../metrics.js";
@@ -6,6 +7,7 @@ import type { EngineName } from "./in-hand.js";
 import { defaultWorkerId } from "./outcome.js";
 import { describeReport, failureReport, inHandWorkerId, takeTask, UNREPORTED, type Handled, type TaskReport, type TakeOptions } from "./take.js";
 import type { OutputVariables, TaskContext } from "./tasks.js";
+import { inTaskScope } from "./task-scope.js";
 import { errorText } from "../errors.js";
 
 /** An engine-neutral task (tasks.ts): the variables in, the output variables out. */
@@ -61,6 +63,10 @@ export interface EngineTask {
   tenant: string | null | undefined;
   /** How it reached the worker when there is more than one way (Zeebe with streaming: `stream` or `poll`); logged in the task line. */
   via?: string;
+  /** Camunda 7 process instance id, Zeebe process instance key: on the task's log lines and span. */
+  processInstanceKey?: string | undefined;
+  /** The BPMN process id (Camunda 7: the process definition key): on the task's log lines and span. */
+  bpmnProcessId?: string | undefined;
 }
 
 export interface TaskRunnerOptions {
@@ -99,7 +105,11 @@ export class TaskRunner {
   }
 
   /** Runs one task through `handler` and reports its outcome through `reporter`; resolves to whether the report was made. */
-  async run(task: EngineTask, handler: TaskHandler, reporter: TaskReporter): Promise<boolean> {
+  run(task: EngineTask, handler: TaskHandler, reporter: TaskReporter): Promise<boolean> {
+    return inTaskScope({ ...task, engine: this.options.engine }, (span) => this.runInScope(task, handler, reporter, span));
+  }
+
+  private async runInScope(task: EngineTask, handler: TaskHandler, reporter: TaskReporter, span: Span): Promise<boolean> {
     const { engine, logger, metrics } = this.options;
     const started = performance.now();
     metrics?.fetched(engine, task.topic);
@@ -123,6 +133,7 @@ export class TaskRunner {
     } finally {
       await handled?.settle(reported);
       metrics?.finished(engine, task.topic, view.kind, view.code, (performance.now() - started) / 1000);
+      span.setAttribute("task.outcome", view.outcome);
       logger.info("task", {
         engine,
         topic: task.topic,

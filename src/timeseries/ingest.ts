@@ -7,6 +7,8 @@ import { itemIngestKinds } from "../graph/items.js";
 import { publishEvents, tenantWatched } from "../streams/publish.js";
 import { isoText, parseEvent, type EventRecord } from "./events.js";
 import { markWritten } from "./rollup-store.js";
+import type { Span } from "@opentelemetry/api";
+import { inSpan } from "../observe/tracing.js";
 
 /** Rows written per statement; the rows travel as eleven arrays, so the statement size does not grow. */
 const BATCH = 5000;
@@ -96,7 +98,8 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     for (let k = 1; k < rejected.length; k++) if ((rejected[k]!.row as number) > (rejected[last]!.row as number)) last = k;
     if ((rejected[last]!.row as number) > row) rejected[last] = problem;
   };
-  const flush = async (full: Entry[]) => {
+  const flush = (full: Entry[]) => inSpan("ingest batch", { "ingest.rows": full.length }, (span) => writeBatch(full, span));
+  const writeBatch = async (full: Entry[], span: Span) => {
     const entries = inKeyOrder(full);
     const refusals = await items.refusals(entries.map((e) => e.event.itemId));
     const writable = entries.filter((e) => !refusals.has(e.event.itemId)).map((e) => e.event);
@@ -105,7 +108,9 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
     for (const { event, row } of refused) reject(row, "itemId", refusals.get(event.itemId)!);
     if (rejectedTotal > 0 && !options.partial) return; // nothing will be kept: stop writing, keep checking
     const kept = writable.filter((e) => items.isStored(e.itemId));
-    stored += await writeEvents(trx, tenant, kept);
+    const written = await writeEvents(trx, tenant, kept);
+    span.setAttribute("ingest.stored", written);
+    stored += written;
     // The days written are marked for the rollups (rollup-store.ts), in the same transaction.
     await markWritten(trx, tenant, kept.map((e) => ({ itemId: e.itemId, t: e.timestamp.getTime() })));
     streamed += writable.length - kept.length;

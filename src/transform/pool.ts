@@ -14,6 +14,8 @@ import type { EvaluationAnswer, EvaluationProblem, EvaluationTask, EvaluatorNoti
 import { DECLINED } from "./projection.js";
 import { resultSizeProblem, type CompiledTransform } from "./transform.js";
 import { parseJson } from "../json.js";
+import type { Span } from "@opentelemetry/api";
+import { inSpan } from "../observe/tracing.js";
 
 export interface TransformPoolOptions {
   /** Processes evaluating transforms at once (TRANSFORM_PROCESSES). Default: the number of cores, at least 2. */
@@ -97,13 +99,18 @@ export class TransformPool {
    * Evaluates a compiled transform: a pure projection here, anything else in a child process. Any
    * limit reached is a 422 TRANSFORM_FAILED naming the limit's setting; a full queue is a 503 (retry later).
    */
-  async evaluate(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
+  evaluate(transform: CompiledTransform, input: TransformInput): Promise<unknown> {
+    return inSpan("transform", { "transform.length": transform.text.length }, (span) => this.evaluateHere(transform, input, span));
+  }
+
+  private async evaluateHere(transform: CompiledTransform, input: TransformInput, span: Span): Promise<unknown> {
     if (this.closed) throw shuttingDown();
     // A pure projection (projection.ts) is evaluated here: no user code runs, its work is linear in
     // the query output. It declines what it does not handle exactly as JSONata does.
     if (transform.projection !== undefined && input.bindings === undefined) {
       const value = transform.projection(input);
       if (value !== DECLINED) {
+        span.setAttribute("transform.process", "in-process");
         let json: string | undefined;
         try {
           json = JSON.stringify(value);
@@ -144,7 +151,10 @@ export class TransformPool {
     this.inFlight.set(taskId, state);
     let answer: EvaluationAnswer;
     try {
-      answer = (await this.tinypool.run(task, { signal: state.abort.signal, channel: this.channel(state) })) as EvaluationAnswer;
+      // The process hop: its own span (the child process runs no tracer; its time is this span's).
+      answer = await inSpan("transform child process", { "transform.process": "child" }, async () =>
+        (await this.tinypool.run(task, { signal: state.abort.signal, channel: this.channel(state) })) as EvaluationAnswer,
+      );
     } catch (err) {
       throw state.stoppedFor ?? this.processFailure(err);
     } finally {

@@ -1,10 +1,16 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { validate, compileErrors } from "@readme/openapi-parser";
 import { expect } from "chai";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
+import { CALCULATION_TYPES } from "../../src/calculation/definition.js";
+import { REDUCE_TYPES } from "../../src/calculation/reduce.js";
+import { INTERVALS } from "../../src/timeseries/buckets.js";
+import { ALGORITHMS } from "../../src/timeseries/interpolation.js";
+import { PERIODS } from "../../src/timeseries/periods.js";
+import { METRICS } from "../../src/timeseries/query.js";
 import { backend } from "../support/backends.js";
 import { testServer } from "../support/server.js";
 
@@ -96,6 +102,43 @@ export async function wrongCalls(): Promise<void> {
   await client.GET("${REQUEST}", { params: { path: { segment: "demo" }, header: { "x-tenant-id": "demo" } } });
 }
 
+const QUERY = "/items/{itemId}/events/query";
+const header = { "x-tenant-id": "demo" };
+const itemId = "6f1c2b9e-8d3a-4f5e-9a1b-2c3d4e5f6a7b";
+
+export async function series(): Promise<unknown> {
+  const { data } = await client.POST(QUERY, {
+    params: { path: { itemId }, header },
+    body: {
+      eventDateRange: { period: "Custom range", from: "2026-01-01T00:00:00Z", to: "2026-02-01T00:00:00Z", timeZone: "Europe/Brussels" },
+      queryOptions: {
+        aggregation: { metric: "sum", interval: "Daily", gapStrategy: { type: "interpolate", config: { algorithm: "akimaSpline" } } },
+        filter: { keyValues: [{ key: "site", operator: "or", values: ["A"] }], numberValues: [{ from: 0, toInclusive: true, to: 10 }] },
+        sorting: { order: ["timestamp-"] },
+        pagination: { limit: 100, offset: 0 },
+      },
+    },
+  });
+  return data;
+}
+
+export async function wrongSeries(): Promise<void> {
+  // @ts-expect-error "summ" is not a metric
+  await client.POST(QUERY, { params: { path: { itemId }, header }, body: { queryOptions: { aggregation: { metric: "summ", interval: "Daily" } } } });
+  // @ts-expect-error "Fortnightly" is not an interval
+  await client.POST(QUERY, { params: { path: { itemId }, header }, body: { queryOptions: { aggregation: { interval: "Fortnightly" } } } });
+  // @ts-expect-error "Last decade" is not a period
+  await client.POST(QUERY, { params: { path: { itemId }, header }, body: { eventDateRange: { period: "Last decade" } } });
+  // @ts-expect-error "cubic" is not an interpolation algorithm
+  await client.POST(QUERY, { params: { path: { itemId }, header }, body: { queryOptions: { aggregation: { interval: "Daily", gapStrategy: { type: "interpolate", config: { algorithm: "cubic" } } } } } });
+  // @ts-expect-error "xor" is not a filter operator
+  await client.POST(QUERY, { params: { path: { itemId }, header }, body: { queryOptions: { filter: { tags: { operator: "xor", values: ["a"] } } } } });
+  // @ts-expect-error "SUM" is not a calculation type
+  await client.POST("/calculation-definitions", { params: { header }, body: { externalId: "c", calculationType: "SUM", data: {} } });
+  // @ts-expect-error "percentile99" is not a reduce type
+  await client.POST("/calculation-definitions", { params: { header }, body: { externalId: "c", calculationType: "CALCULATION", data: { calculation: { scope: { a: { type: "REDUCE", reduce: { reduceType: "percentile99" } } } } } } });
+}
+
 export async function listed(): Promise<number> {
   const { data } = await client.GET("/calculation-definitions", { params: { header: { "x-tenant-id": "demo" }, query: { limit: 10 } } });
   return data === undefined ? 0 : data.total + data.calculationDefinitions.length;
@@ -109,6 +152,7 @@ import type { paths } from "./schema.js";
 
 const client = createClient<paths>({ baseUrl: "http://localhost:3000" });
 export const call = client.POST("${REQUEST}", { params: { path: { segment: "demo" }, header: { "x-tenant-id": "demo" } }, body: { apiDefinitionExternalID: "typo" } });
+export const summ = client.POST("/timeline/query", { params: { header: { "x-tenant-id": "demo" } }, body: { queryOptions: { aggregation: { metric: "summ", interval: "Daily" } } } });
 `;
 
 describe("OpenAPI description", function () {
@@ -155,7 +199,7 @@ describe("OpenAPI description", function () {
 
   it("declares every error as application/problem+json with the Problem schema", () => {
     expect(doc.components.schemas.Problem).to.deep.include({ type: "object", required: ["type", "title", "status", "code", "detail"] });
-    expect(Object.keys(doc.components.schemas.Problem!.properties as Json)).to.have.members(["type", "title", "status", "code", "detail", "errors"]);
+    expect(Object.keys(doc.components.schemas.Problem!.properties as Json)).to.have.members(["type", "title", "status", "code", "detail", "errors", "requestId"]);
     for (const [method, path, op] of operations(doc)) {
       const errors = Object.entries(op.responses).filter(([status]) => Number(status) >= 400);
       expect(errors.length, `${method} ${path}`).to.be.greaterThan(0);
@@ -188,6 +232,30 @@ describe("OpenAPI description", function () {
     expect(doc.paths["/calculation-definitions"]!.post!.responses).to.have.property("201");
   });
 
+  it("types the series and calculation bodies to the field, their enums those the services check", () => {
+    const body = (path: string) => doc.paths[path]!.post!.requestBody!.content["application/json"]!.schema as Json;
+    const options = (body("/timeline/query").properties as Record<string, Json>).queryOptions!;
+    const aggregation = (options.properties as Record<string, Json>).aggregation!;
+    const props = aggregation.properties as Record<string, Json>;
+    expect(props.metric!.enum).to.deep.equal([...METRICS]);
+    expect(props.interval!.enum).to.deep.equal([...INTERVALS]);
+    expect(JSON.stringify(props.gapStrategy)).to.contain(JSON.stringify([...ALGORITHMS]));
+    const range = (body("/items/{itemId}/events/query").properties as Record<string, Json>).eventDateRange!;
+    expect((range.properties as Record<string, Json>).period!.enum).to.deep.equal([...PERIODS]);
+    const filter = (options.properties as Record<string, Json>).filter!;
+    expect(Object.keys(filter.properties as Json)).to.have.members(["tenantCodes", "keyValues", "entityReferences", "numberValues", "metaDates", "tags", "sourceIds", "itemIds"]);
+    const calculation = body("/calculation-definitions").properties as Record<string, Json>;
+    expect(calculation.calculationType!.enum).to.deep.equal([...CALCULATION_TYPES]);
+    expect(JSON.stringify(calculation.data)).to.contain(JSON.stringify([...REDUCE_TYPES]));
+    const timelines = JSON.stringify(body("/api-definitions"));
+    expect(timelines).to.contain(JSON.stringify([...METRICS]));
+  });
+
+  it("is the file npm run openapi writes (docs/reference/openapi.json), current", async () => {
+    const written = JSON.parse(await readFile(join(here, "..", "..", "..", "docs", "reference", "openapi.json"), "utf8")) as Description;
+    expect(written, "run npm run openapi and commit docs/reference/openapi.json").to.deep.equal(doc);
+  });
+
   it("declares the ingest bodies: JSON, NDJSON and CSV", () => {
     for (const path of ["/events", "/items/{itemId}/events"]) {
       const content = doc.paths[path]!.post!.requestBody!.content;
@@ -209,6 +277,7 @@ describe("OpenAPI description", function () {
       const wrong = typeCheck([join(folder, "wrong.ts")]);
       expect(wrong.length).to.be.greaterThan(0);
       expect(wrong.join("\n")).to.match(/^wrong\.ts:6: .*apiDefinitionExternalID/m);
+      expect(wrong.join("\n")).to.match(/^wrong\.ts:7: .*"summ"/m);
     } finally {
       await rm(folder, { recursive: true, force: true });
     }

@@ -20,7 +20,7 @@ describe("operations endpoints", function () {
       expect(res.headers["content-type"]).to.match(/^text\/plain/);
       expect(res.body).to.contain('http_requests_total{method="GET",route="/health",status="200"} 1');
       expect(res.body).to.contain('http_requests_total{method="GET",route="unmatched",status="404"} 1');
-      expect(res.body).to.match(/http_request_duration_seconds_count\{method="GET",route="\/health"\} 1/);
+      expect(res.body).to.match(/http_request_duration_seconds_count\{method="GET",route="\/health",status="2xx"\} 1/);
       expect(res.body).to.contain("process_cpu_user_seconds_total");
     } finally {
       await server.app.close();

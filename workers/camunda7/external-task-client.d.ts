@@ -6,6 +6,8 @@ declare module "camunda-external-task-client-js" {
     tenantId?: string | null;
     retries?: number | null;
     processInstanceId: string;
+    /** The process's BPMN id (the engine's task JSON carries it; the client passes every field through). */
+    processDefinitionKey?: string | null;
     variables: { getAll(): Record<string, unknown>; get(name: string): unknown };
   }
   export interface FailureOptions {

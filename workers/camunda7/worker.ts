@@ -75,7 +75,15 @@ export function startCamunda7Worker(services: Services, settings: Camunda7Settin
       const lock = keepLocked(() => taskService.extendLock(task, lockDurationMs), lockDurationMs, (err) => logger.warn("lock extension failed", { engine: "camunda7", taskId: task.id, error: String(err) }));
       try {
         await runner.run(
-          { key: task.id, topic, retries: task.retries, variables: task.variables.getAll() as Record<string, unknown>, tenant: task.tenantId },
+          {
+            key: task.id,
+            topic,
+            retries: task.retries,
+            variables: task.variables.getAll() as Record<string, unknown>,
+            tenant: task.tenantId,
+            processInstanceKey: task.processInstanceId,
+            bpmnProcessId: task.processDefinitionKey ?? undefined,
+          },
           handler,
           reporter(task, taskService, lock.release),
         );

@@ -13,6 +13,9 @@ export interface ActivatedJobMessage {
   retries: number;
   /** When the job times out (epoch ms, as int64 text). */
   deadline: string | number;
+  /** The process instance's key and the process's BPMN id (int64 as text). */
+  processInstanceKey?: string;
+  bpmnProcessId?: string;
   variables: string;
   customHeaders: string;
   tenantId: string;
@@ -26,12 +29,22 @@ export interface ReceivedJob {
   /** The task's headers (`zeebe:taskHeaders`), e.g. `retryBackoff`. */
   customHeaders: Record<string, unknown>;
   tenantId: string;
+  processInstanceKey?: string | undefined;
+  bpmnProcessId?: string | undefined;
 }
 
 /** The job of a message, its variables and headers parsed; throws when they cannot be (not JSON, or an int64 a number cannot hold). */
 export function readJob(message: ActivatedJobMessage): ReceivedJob {
   const { variables, customHeaders } = parseJobPayload(message);
-  return { key: message.key, retries: message.retries, variables, customHeaders, tenantId: message.tenantId };
+  return {
+    key: message.key,
+    retries: message.retries,
+    variables,
+    customHeaders,
+    tenantId: message.tenantId,
+    processInstanceKey: message.processInstanceKey,
+    bpmnProcessId: message.bpmnProcessId,
+  };
 }
 
 /** What ActivateJobs and StreamActivatedJobs are asked: the job type, the worker's name, the job timeout, the variables and tenants. */

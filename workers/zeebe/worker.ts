@@ -210,7 +210,9 @@ export function startZeebeWorker(services: Services, settings: ZeebeSettings, de
         },
       };
       const tenant = job.tenantId === DEFAULT_TENANT ? undefined : job.tenantId;
-      await runner.run({ key: job.key, topic: taskType, retries: job.retries, variables: job.variables, tenant, ...(via !== undefined ? { via } : {}) }, handler, reporter);
+      const { processInstanceKey, bpmnProcessId } = job;
+      const task = { key: job.key, topic: taskType, retries: job.retries, variables: job.variables, tenant, processInstanceKey, bpmnProcessId };
+      await runner.run({ ...task, ...(via !== undefined ? { via } : {}) }, handler, reporter);
     } finally {
       timeout.release();
       state.taskEnded();

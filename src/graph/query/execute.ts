@@ -3,6 +3,7 @@ import { walkGraph, WALK_BUDGET_EXCEEDED, WALK_TIMED_OUT, type Statement, type W
 import { ProblemError, type ProblemCode } from "../../errors.js";
 import { entityJson, type EntityJson, type EntityRow } from "../entity.js";
 import type { CompiledQuery, QueryParameters } from "./compiler.js";
+import { inSpan } from "../../observe/tracing.js";
 
 /** For each label (without `?`), the distinct entities (or values) bound to it. */
 export type QueryOutput = Record<string, (EntityJson | unknown)[]>;
@@ -106,7 +107,13 @@ async function runStatement(
     budgeted: (visits) => statement(true, compiled.bindBudgeted({ tenant, params, maxRows: limits.maxRows, maxVisits: visits })),
   };
   try {
-    return await walkGraph<OutputRow>(session, walk, { timeoutMs: limits.timeoutMs, maxVisits });
+    // The span names the compiled statement's text (its values are bindings, never in it).
+    const sql = statement(false, []).sql;
+    return await inSpan("graph walk", { "db.system.name": "postgresql", "db.query.text": sql }, async (span) => {
+      const rows = await walkGraph<OutputRow>(session, walk, { timeoutMs: limits.timeoutMs, maxVisits });
+      span.setAttribute("db.response.returned_rows", rows.length);
+      return rows;
+    });
   } catch (err) {
     if ((err as { code?: string }).code === WALK_BUDGET_EXCEEDED) {
       throw new ProblemError(

@@ -4,7 +4,7 @@ import { EXTERNAL_ID_MAX_LENGTH } from "../../input.js";
 import { apiRequest } from "../../tasks/tasks.js";
 import { actorOf, requireTenant } from "../request.js";
 import { definitionHistoryRoutes } from "./definition-history.js";
-import { ExternalId, NoContent, PageFields, PageQuery } from "../schemas.js";
+import { DateRangeBody, ExternalId, NoContent, PageFields, PageQuery, QueryOptionsBody } from "../schemas.js";
 import type { App, ServerDeps } from "../types.js";
 
 const DefinitionBody = Type.Object(
@@ -26,8 +26,9 @@ const DefinitionBody = Type.Object(
               Type.Object(
                 {
                   name: Type.String({ minLength: 1, maxLength: 100 }),
-                  eventDateRange: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-                  queryOptions: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+                  // Kept as sent (the service checks them when saving and reads them when running).
+                  eventDateRange: Type.Optional(Type.Unsafe<Record<string, unknown>>(DateRangeBody)),
+                  queryOptions: Type.Optional(Type.Unsafe<Record<string, unknown>>(QueryOptionsBody)),
                 },
                 { additionalProperties: false },
               ),

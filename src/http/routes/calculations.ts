@@ -1,18 +1,19 @@
 import { Type } from "typebox";
-import type { CalculationData, CalculationType } from "../../calculation/definition.js";
+import type { CalculationData } from "../../calculation/definition.js";
 import { actorOf, requireTenant } from "../request.js";
 import { definitionHistoryRoutes } from "./definition-history.js";
 import { Bucket, DateRangeBody, ExternalId, NoContent, PageFields, PageQuery, QueryOptionsBody, Uuid } from "../schemas.js";
 import type { App, ServerDeps } from "../types.js";
+import { CalculationDataBody, CalculationTypeBody } from "../series-schemas.js";
 
 const Body = Type.Object(
   {
     name: Type.Optional(Type.String({ maxLength: 500 })),
     externalId: ExternalId,
     // Any string and any object here: the service checks both and lists every problem.
-    calculationType: Type.Unsafe<CalculationType>(Type.String({ description: "EXPRESSION, STATE-EXPRESSION or CALCULATION" })),
+    calculationType: CalculationTypeBody,
     active: Type.Optional(Type.Boolean()),
-    data: Type.Unsafe<CalculationData>(Type.Record(Type.String(), Type.Unknown(), { description: "spec §2.2 data block; docs/reference/calculations.md for CALCULATION" })),
+    data: CalculationDataBody,
   },
   { additionalProperties: false },
 );

@@ -4,13 +4,13 @@ import { invalidRequest, ProblemError } from "../../errors.js";
 import { instant, rangeBoundMillis } from "../../timeseries/events.js";
 import { CSV_HEADER, csvLine } from "../../timeseries/export.js";
 import type { EventJson } from "../../timeseries/query.js";
-import type { QueryType } from "../../timeseries/service.js";
 import type { IngestResult } from "../../timeseries/ingest.js";
 import { RETAINED_FROM_HEADER, type QueryNotes } from "../../timeseries/retention.js";
 import { csvRows, ndjsonRows } from "../../timeseries/upload.js";
 import { requireTenant } from "../request.js";
 import type { App, ServerDeps } from "../types.js";
 import { Bucket, DateRangeBody, QueryOptionsBody, Uuid } from "../schemas.js";
+import { QueryTypeBody } from "../series-schemas.js";
 
 const NDJSON = "application/x-ndjson";
 const CSV = "text/csv";
@@ -222,7 +222,7 @@ export function eventRoutes(app: App, { services, config }: ServerDeps): void {
         summary: "One series per item (raw or aggregated), or with queryType SINGLEAGGREGATION one timeline over an index set's items",
         tags,
         body: Type.Object(
-          { itemIds: Type.Optional(Type.Array(Type.String(), { maxItems: 10_000 })), queryType: Type.Optional(Type.Unsafe<QueryType>(Type.String())), ...SeriesBody },
+          { itemIds: Type.Optional(Type.Array(Type.String(), { maxItems: 10_000 })), queryType: Type.Optional(QueryTypeBody), ...SeriesBody },
           { additionalProperties: false },
         ),
         response: {
