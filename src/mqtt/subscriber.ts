@@ -80,6 +80,7 @@ export class MqttIngest {
       this.client.subscribe(eventsFilter(this.rule.prefix, this.rule.tenant), { qos: 1, rh: 1 }, (err, granted) => {
         const refused = granted?.find((g) => g.qos > 2);
         if (err != null || refused !== undefined) this.logger.error("mqtt subscription refused", { error: err == null ? `reason code ${refused!.qos}` : errorText(err) });
+        else this.logger.info("mqtt subscribed", { filter: eventsFilter(this.rule.prefix, this.rule.tenant) });
       });
     });
     this.client.on("close", () => this.lost());

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection } from "node:net";
-import { tmpdir } from "node:os";
+import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { connectAsync, type MqttClient } from "mqtt";
 import { freePort } from "./process.js";
@@ -33,6 +33,8 @@ export class TemporaryMosquitto {
       [
         `listener ${broker.port} 127.0.0.1`,
         "allow_anonymous true",
+        // Run as root, mosquitto would change to the user `mosquitto`, who cannot write the folder.
+        `user ${userInfo().username}`,
         "persistence true",
         `persistence_location ${dir}/`,
         "max_queued_messages 0",
