@@ -1,7 +1,7 @@
 import type { Knex } from "knex";
 import { itemIngestKinds } from "../graph/items.js";
 import { parseEvent } from "../timeseries/events.js";
-import { ingestEvents } from "../timeseries/ingest.js";
+import { ingestEvents, ingestRefusal } from "../timeseries/ingest.js";
 import { decodePayload } from "./payloads.js";
 import { topicTarget } from "./topics.js";
 
@@ -123,9 +123,8 @@ async function itemRefusals(knex: Knex, tenant: string, itemIds: string[]): Prom
   const found = await itemIngestKinds(knex, tenant, itemIds);
   const refused = new Map<string, string>();
   for (const id of itemIds) {
-    const kind = found.get(id);
-    if (kind === undefined) refused.set(id, `itemId: there is no Item ${id} in this tenant`);
-    else if (kind.action === "CALCULATE") refused.set(id, `itemId: Item ${id} is derived (itemAction CALCULATE): its events are calculated, not ingested`);
+    const reason = ingestRefusal(id, found.get(id));
+    if (reason !== null) refused.set(id, `itemId: ${reason}`);
   }
   return refused;
 }

@@ -5,7 +5,7 @@ import { loadConfig } from "../../src/config.js";
 import type { Database } from "../../src/db/database.js";
 import { MqttIngest } from "../../src/mqtt/subscriber.js";
 import { backend, randomTenant } from "../support/backends.js";
-import { publisher, SHARED_BROKER_URL } from "../support/mosquitto.js";
+import { dropSession, publisher, SHARED_BROKER_URL } from "../support/mosquitto.js";
 import { testServer, type TestServer } from "../support/server.js";
 import { createItem, StreamClient } from "../support/streams.js";
 import { adminToken, TEST_JWT_SECRET } from "../support/tokens.js";
@@ -30,6 +30,7 @@ describe("MQTT ingestion on the shared broker", function () {
   let pub: MqttClient;
   const deadLetters: Record<string, unknown>[] = [];
   const tenant = randomTenant();
+  const clientId = `test-${randomUUID()}`;
 
   const stored = async (itemId: string): Promise<StoredEvent[]> =>
     (await db.knex("events").where({ tenant, item_id: itemId }).orderBy(["ts", "source_id"]).select("ts", "value", "source_id", "key_values")) as StoredEvent[];
@@ -44,7 +45,7 @@ describe("MQTT ingestion on the shared broker", function () {
     server = await testServer(db);
     base = await server.app.listen({ port: 0, host: "127.0.0.1" });
     token = await adminToken();
-    const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, MQTT_URL: SHARED_BROKER_URL, MQTT_TOPIC_PREFIX: prefix, MQTT_CLIENT_ID: `test-${randomUUID()}`, MQTT_LINGER_MS: "5" });
+    const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, MQTT_URL: SHARED_BROKER_URL, MQTT_TOPIC_PREFIX: prefix, MQTT_CLIENT_ID: clientId, MQTT_LINGER_MS: "5" });
     ingest = new MqttIngest(config.mqtt!, db.knex, server.logger, server.metrics.registry);
     pub = await publisher(SHARED_BROKER_URL);
     await pub.subscribeAsync(`${prefix}/dead-letter`, { qos: 1 });
@@ -55,6 +56,7 @@ describe("MQTT ingestion on the shared broker", function () {
   });
   after(async () => {
     await ingest?.stop();
+    await dropSession(SHARED_BROKER_URL, clientId);
     await pub?.endAsync();
     await server?.app.close();
   });

@@ -102,3 +102,9 @@ function listening(port: number): Promise<boolean> {
 export function publisher(url: string, clientId = `test-pub-${process.pid}-${Math.random().toString(36).slice(2)}`): Promise<MqttClient> {
   return connectAsync(url, { clientId, protocolVersion: 5, reconnectPeriod: 200 });
 }
+
+/** Ends the persistent session of `clientId` on the broker (a clean connection under its id), so a test leaves none behind. */
+export async function dropSession(url: string, clientId: string): Promise<void> {
+  const client = await connectAsync(url, { clientId, clean: true, protocolVersion: 5, reconnectPeriod: 0, properties: { sessionExpiryInterval: 0 } });
+  await client.endAsync();
+}
