@@ -134,7 +134,15 @@ async function main(): Promise<void> {
     const mqttStart = Date.now();
     const sampler = setInterval(() => rss.push([Math.round((Date.now() - mqttStart) / 1000), rssMiB(server.child.pid!)]), 5000);
     let storedMessages = 0;
-    const counter = setInterval(() => void count(mqttItem).then((n) => (storedMessages = n / perMessage)), 200);
+    let counting = false;
+    const counter = setInterval(() => {
+      if (counting) return;
+      counting = true;
+      count(mqttItem)
+        .then((n) => (storedMessages = n / perMessage))
+        .catch(() => undefined) // a slow count is read again at the next turn
+        .finally(() => (counting = false));
+    }, 200);
     const published = await publishFor(pub, topic, mqttSeconds, () => storedMessages);
     clearInterval(counter);
     while ((await count(mqttItem)) < published * perMessage) await new Promise((r) => setTimeout(r, 50));
