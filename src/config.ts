@@ -9,6 +9,7 @@ export { type DatabaseTimeouts } from "./config/database.js";
 export { processEnvironment } from "./config/environment.js";
 export { ConfigError, configSecrets, loadConfig, SETTING_GROUPS, type Config } from "./config/load.js";
 export { type LogLevel, type Role } from "./config/server.js";
+export { type MqttSettings } from "./config/mqtt.js";
 export { type StreamSettings } from "./config/streams.js";
 export { workerSettings, type ClientCredentials, type WorkerSettings, type WorkerTopics } from "./config/workers.js";
 export { zeebeSettings, type ZeebeAuth, type ZeebeClientCertificate, type ZeebeSettings } from "./config/zeebe.js";

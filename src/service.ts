@@ -8,6 +8,7 @@ import { buildServer } from "./http/server.js";
 import type { App } from "./http/types.js";
 import type { Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
+import { MqttIngest } from "./mqtt/subscriber.js";
 import { createServices, type Services } from "./services.js";
 import { releaseAllInHand, removeStaleInHand } from "./tasks/in-hand.js";
 import type { RunningWorker } from "./tasks/runner.js";
@@ -73,6 +74,7 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
     throw err;
   }
   let closing: Promise<void> | undefined;
+  let mqtt: MqttIngest | undefined;
   return {
     db,
     services,
@@ -88,13 +90,15 @@ export async function createService(config: Config, logger: Logger): Promise<Ser
         );
       }
       workers.push(...startWorkers(config, services, db, logger, metrics));
+      // MQTT_URL set: events from devices, through the upload path (src/mqtt/).
+      if (config.mqtt !== undefined) mqtt = new MqttIngest(config.mqtt, db.knex, logger, metrics.registry);
       return address;
     },
     close() {
       closing ??= (async () => {
         try {
           // Workers stop fetching and finish the tasks in hand while the server finishes its requests.
-          await Promise.all([...workers.map((w) => w.stop()), server.close()]);
+          await Promise.all([...workers.map((w) => w.stop()), server.close(), mqtt?.stop()]);
         } finally {
           await services.streams.stop();
           await services.transforms.close();

@@ -6,12 +6,13 @@ import { databaseGroup, databaseSettings, databaseTimeoutSettings, type Database
 import { calculationSettings, graphQuerySettings, limitGroups, requestSettings, timeSeriesSettings, transformSettings } from "./limits.js";
 import { serverGroup, serverSettings, type Role } from "./server.js";
 import { readSettings, withDefaults, type Group, type Settings, type Values } from "./setting.js";
+import { mqttDeclarations, mqttGroup, readMqtt, type MqttSettings } from "./mqtt.js";
 import { streamGroup, streamSettings, type StreamSettings } from "./streams.js";
 import { workerDeclarations, workersGroup, workerTopicSettings } from "./workers.js";
 import { readZeebeConnection, zeebeDeclarations, zeebeGroup, zeebeSettings, type ZeebeSettings } from "./zeebe.js";
 
 /** Every group of settings, in the order of the reference. */
-export const SETTING_GROUPS: readonly Group[] = [serverGroup, databaseGroup, authGroup, ...limitGroups, workersGroup, camunda7Group, zeebeGroup, streamGroup];
+export const SETTING_GROUPS: readonly Group[] = [serverGroup, databaseGroup, authGroup, ...limitGroups, workersGroup, camunda7Group, zeebeGroup, streamGroup, mqttGroup];
 
 /** The settings whose values are fields of {@link Config} as they are. */
 const flatSettings = { ...serverSettings, ...databaseSettings, ...requestSettings, ...timeSeriesSettings, ...graphQuerySettings, ...transformSettings, ...calculationSettings };
@@ -31,6 +32,8 @@ export interface Config extends Values<typeof flatSettings> {
   databaseTimeouts: DatabaseTimeouts;
   /** Live streams over WebSocket (contract §10). */
   streams: StreamSettings;
+  /** The MQTT subscriber (MQTT_URL and its settings); absent: not started. */
+  mqtt: MqttSettings | undefined;
 }
 
 /** Thrown when the environment holds a value the service cannot start with. */
@@ -51,8 +54,9 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
   const camunda7 = read(camunda7Declarations);
   const zeebe = read(zeebeDeclarations);
   const streams = read(streamSettings);
+  const mqtt = read(mqttDeclarations);
   const authReading = read(authSettings);
-  const readings = [flat, timeouts, topics, workers, camunda7, zeebe, streams];
+  const readings = [flat, timeouts, topics, workers, camunda7, zeebe, streams, mqtt];
   const problems = [...readings.flatMap((r) => r.issues), ...authReading.issues];
   // The cross-field checks run once every value has its kind (as the auth settings, read apart).
   const valid = readings.every((r) => r.issues.length === 0);
@@ -69,6 +73,7 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     problems.push(`QUERY_TIMEOUT_MS (${values.queryTimeoutMs}) must not be longer than DATABASE_STATEMENT_TIMEOUT_MS (${databaseTimeouts.statementMs})`);
   }
   let engines: Pick<Config, "camunda7" | "zeebe"> | undefined;
+  const mqttSettings = valid ? readMqtt(mqtt.given, problems) : undefined;
   if (valid) {
     const given = { topics: topics.given, ...workers.given };
     problems.push(...readings.flatMap((r) => r.conflicts));
@@ -86,7 +91,7 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
     }
   }
   if (auth === undefined || engines === undefined || problems.length > 0) throw new ConfigError(problems);
-  return { role, ...values, auth, databaseTimeouts, streams: withDefaults(streamSettings, streams.given), ...engines };
+  return { role, ...values, auth, databaseTimeouts, streams: withDefaults(streamSettings, streams.given), mqtt: mqttSettings, ...engines };
 }
 
 /**
@@ -94,5 +99,5 @@ export function loadConfig(env: Env = processEnvironment(), role: Role = "server
  * the password (or credential parameters) of the database URL.
  */
 export function configSecrets(config: Config): string[] {
-  return [...secretsIn(config), ...urlSecrets(config.databaseUrl)];
+  return [...secretsIn(config), ...urlSecrets(config.databaseUrl), ...urlSecrets(config.mqtt?.url)];
 }

@@ -192,6 +192,12 @@ function inKeyOrder(batch: Entry[]): Entry[] {
   return unique;
 }
 
+/** Why the item may not take events (none of the tenant's, or derived); null when it may. `kind`: its row, undefined when there is none. */
+export function ingestRefusal(id: string, kind: { action: string | null } | undefined): string | null {
+  if (kind === undefined) return `there is no Item ${id} in this tenant`;
+  return kind.action === "CALCULATE" ? `Item ${id} is derived (itemAction CALCULATE): its events are calculated, not ingested` : null;
+}
+
 /** Remembers, per upload, which items exist, may take events, and keep them. */
 class ItemCheck {
   private readonly known = new Map<string, string | null>();
@@ -208,16 +214,8 @@ class ItemCheck {
       const found = await itemIngestKinds(this.knex, this.tenant, unknown);
       for (const id of unknown) {
         const kind = found.get(id);
-        const action = kind?.action;
         if (kind?.stored === false) this.notStored.add(id);
-        this.known.set(
-          id,
-          !found.has(id)
-            ? `there is no Item ${id} in this tenant`
-            : action === "CALCULATE"
-              ? `Item ${id} is derived (itemAction CALCULATE): its events are calculated, not ingested`
-              : null,
-        );
+        this.known.set(id, ingestRefusal(id, kind));
       }
     }
     const refused = new Map<string, string>();

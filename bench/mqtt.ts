@@ -1,0 +1,174 @@
+/**
+ * Sustained ingestion over MQTT next to the same events through `POST /events`, in one run, against
+ * the server running as its own process on PostgreSQL. The MQTT side: a publisher on loopback
+ * (QoS 1, at most --window messages awaiting the broker's PUBACK) into a Mosquitto of the bench's
+ * own (its queue unbounded), for --mqtt-seconds; its rate is the events published over the time
+ * until the last of them is stored (the drain counted). The HTTP side: --concurrency clients
+ * posting the same events, grouped as the messages are (--per-message events per message and per
+ * request), for --http-seconds. The server's resident memory (VmRSS) is sampled every 5 s of the
+ * MQTT side: flat when the last sample is within 1.25× the one at 30 s. Goal: MQTT ≥ 0.8× HTTP.
+ *
+ *   npm run build && node dist/bench/mqtt.js [--per-message=10] [--mqtt-seconds=120] [--http-seconds=30]
+ *     [--concurrency=8] [--window=2000] [--database-url=postgres://…]
+ */
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { Agent } from "node:http";
+import { SignJWT } from "jose";
+import knexFactory from "knex";
+import type { MqttClient } from "mqtt";
+import { freePort, startNode } from "../test/support/process.js";
+import { publisher, TemporaryMosquitto } from "../test/support/mosquitto.js";
+import { option, post, waitForHealth } from "./harness.js";
+
+const perMessage = Number(option("per-message", "10"));
+const mqttSeconds = Number(option("mqtt-seconds", "120"));
+const httpSeconds = Number(option("http-seconds", "30"));
+const concurrency = Number(option("concurrency", "8"));
+const window = Number(option("window", "2000"));
+/** Most messages published and not yet stored. */
+const ahead = Number(option("ahead", "5000"));
+/** Events per request of the second HTTP baseline: an upload's batch. */
+const bulk = Number(option("bulk", "1000"));
+const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
+const SECRET = "bench-secret-that-is-at-least-32-bytes-long";
+const GOAL = 0.8;
+const BASE_MS = Date.UTC(2026, 0, 1);
+
+/** Events `first` … `first + perMessage - 1`, a millisecond apart. */
+function events(first: number, n = perMessage): { timestamp: string; value: number; sourceId: string }[] {
+  return Array.from({ length: n }, (_, k) => ({ timestamp: new Date(BASE_MS + first + k).toISOString(), value: first + k, sourceId: "bench" }));
+}
+
+function rssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))!;
+  return Number(line.replace(/\D+/g, "")) / 1024;
+}
+
+/**
+ * Publishes messages for `seconds`, at most `window` awaiting their PUBACK and at most `ahead`
+ * messages ahead of those stored (`stored()`, polled): the broker's queue stays bounded, so the rate
+ * is the one the service sustains. Answers how many were published.
+ */
+function publishFor(client: MqttClient, topic: string, seconds: number, stored: () => number): Promise<number> {
+  const end = Date.now() + seconds * 1000;
+  let sent = 0;
+  let acked = 0;
+  return new Promise((resolve, reject) => {
+    const poll = setInterval(() => pump(), 20);
+    const pump = () => {
+      if (Date.now() >= end) clearInterval(poll);
+      while (sent - acked < window && Date.now() < end && sent - stored() < ahead) {
+        const payload = JSON.stringify(events(sent * perMessage));
+        sent++;
+        client.publish(topic, payload, { qos: 1 }, (err) => {
+          if (err != null) return reject(err);
+          acked++;
+          if (acked === sent && Date.now() >= end) resolve(sent);
+          else if (sent - acked === Math.floor(window / 2)) setImmediate(pump);
+        });
+      }
+      if (Date.now() >= end && acked === sent) resolve(sent);
+    };
+    pump();
+  });
+}
+
+async function main(): Promise<void> {
+  const broker = await TemporaryMosquitto.start();
+  const port = await freePort();
+  const prefix = `bench-${randomUUID().slice(0, 8)}`;
+  const server = startNode("dist/src/main.js", {
+    DATABASE_URL: databaseUrl,
+    JWT_SECRET: SECRET,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    TRANSFORM_PROCESSES: "1",
+    MQTT_URL: broker.url,
+    MQTT_TOPIC_PREFIX: prefix,
+    MQTT_CLIENT_ID: prefix,
+  });
+  const knex = knexFactory({ client: "pg", connection: databaseUrl, pool: { min: 0, max: 2 } });
+  let pub: MqttClient | undefined;
+  try {
+    await waitForHealth(port, 600).catch((err: unknown) => {
+      throw new Error(`${String(err)}:\n${server.lines.join("\n")}`);
+    });
+    const tenant = `bench-mqtt-${randomUUID()}`;
+    const token = await new SignJWT({ roles: ["admin"], tenants: [tenant] }).setProtectedHeader({ alg: "HS256" }).setSubject("bench").setExpirationTime("2h").sign(new TextEncoder().encode(SECRET));
+    const headers = { authorization: `Bearer ${token}`, "x-tenant-id": tenant, "content-type": "application/json" };
+    const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+    const [mqttItem, httpItem] = [randomUUID(), randomUUID()];
+    const created = await post(agent, port, "/graph/entities", headers, JSON.stringify({ entities: [mqttItem, httpItem].map((id) => ({ type: "Item", key: id, id, attributes: { itemAction: "INGEST" } })) }));
+    if (created.status !== 200) throw new Error(`items not created: ${created.status} ${created.text}`);
+    const count = async (item: string) =>
+      ((await knex.raw(`select count(*)::int as n from events where tenant = ? and item_id = ?`, [tenant, item])) as { rows: { n: number }[] }).rows[0]!.n;
+
+    // Warm-up (not counted): the server's first requests, its transform process starting.
+    for (let k = 0; k < 20; k++) await post(agent, port, "/events", headers, JSON.stringify({ events: events(-1_000_000 - k * perMessage).map((e) => ({ ...e, itemId: httpItem })) }));
+    // HTTP: the same events, grouped as the messages, through POST /events; then in bodies of `bulk` events.
+    const httpRun = async (size: number, first: number): Promise<{ rate: number; requests: number }> => {
+      let posted = 0;
+      const start = Date.now();
+      const end = start + httpSeconds * 1000;
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (Date.now() < end) {
+            const body = JSON.stringify({ events: events(first + posted++ * size, size).map((e) => ({ ...e, itemId: httpItem })) });
+            const res = await post(agent, port, "/events", headers, body);
+            if (res.status !== 200) throw new Error(`POST /events answered ${res.status}: ${res.text}`);
+          }
+        }),
+      );
+      return { rate: (posted * size) / ((Date.now() - start) / 1000), requests: posted };
+    };
+    const same = await httpRun(perMessage, 0);
+    const bulky = await httpRun(bulk, 1_000_000_000);
+    agent.destroy();
+
+    // MQTT: published for mqttSeconds, counted until the last event is stored; RSS every 5 s.
+    pub = await publisher(broker.url);
+    const topic = `${prefix}/${tenant}/items/${mqttItem}/events`;
+    const rss: [number, number][] = [];
+    const mqttStart = Date.now();
+    const sampler = setInterval(() => rss.push([Math.round((Date.now() - mqttStart) / 1000), rssMiB(server.child.pid!)]), 5000);
+    let storedMessages = 0;
+    let counting = false;
+    const counter = setInterval(() => {
+      if (counting) return;
+      counting = true;
+      count(mqttItem)
+        .then((n) => (storedMessages = n / perMessage))
+        .catch(() => undefined) // a slow count is read again at the next turn
+        .finally(() => (counting = false));
+    }, 200);
+    const published = await publishFor(pub, topic, mqttSeconds, () => storedMessages);
+    clearInterval(counter);
+    while ((await count(mqttItem)) < published * perMessage) await new Promise((r) => setTimeout(r, 50));
+    const mqttRate = (published * perMessage) / ((Date.now() - mqttStart) / 1000);
+    clearInterval(sampler);
+
+    // Peaks per 30 s window (the heap's saw-tooth): flat when the last window's peak is within 1.25× the first's.
+    const peaks: number[] = [];
+    for (const [t, m] of rss) peaks[Math.floor(t / 30)] = Math.max(peaks[Math.floor(t / 30)] ?? 0, m);
+    const firstPeak = peaks[0]!;
+    const lastPeak = peaks.at(-1)!;
+    console.log(`events per message: ${perMessage}; HTTP clients: ${concurrency}; MQTT window: ${window}, at most ${ahead} messages ahead of the stored ones`);
+    console.log(`POST /events, ${perMessage} events per request: ${Math.round(same.rate)} events/s (${same.requests} requests in ${httpSeconds} s)`);
+    console.log(`POST /events, ${bulk} events per request: ${Math.round(bulky.rate)} events/s (${bulky.requests} requests in ${httpSeconds} s)`);
+    console.log(`MQTT QoS 1, ${perMessage} events per message: ${Math.round(mqttRate)} events/s (${published} messages in ${mqttSeconds} s, all stored)`);
+    console.log(`ratio MQTT / HTTP same grouping: ${(mqttRate / same.rate).toFixed(2)}×; MQTT / HTTP ${bulk}-event bodies: ${(mqttRate / bulky.rate).toFixed(2)}× (goal ≥ ${GOAL}×)`);
+    console.log(`server RSS peaks per 30 s (MiB): ${peaks.map((m) => m.toFixed(0)).join(" ")}: ${lastPeak <= firstPeak * 1.25 ? "flat" : "GROWING"}`);
+  } finally {
+    await pub?.endAsync();
+    server.kill();
+    await knex.destroy();
+    await broker.destroy();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
