@@ -290,7 +290,9 @@ describeEachBackend("tenant isolation (property)", (ctx) => {
               return replaced.get(original)!;
             });
             const other = await send(tokenA, tenantA, twin);
-            const normalise = (body: string, pairs: [string, string][]) => pairs.reduce((text, [from, to]) => text.split(from).join(to), body);
+            // Each answer names its own request: the ids are set aside before the bodies are compared.
+            const normalise = (body: string, pairs: [string, string][]) =>
+              pairs.reduce((text, [from, to]) => text.split(from).join(to), body.replace(/,"requestId":"[^"\\]*"/, ""));
             const pairs = [...replaced.entries()];
             expect(other.statusCode, `${op.name} on B's reference vs a fresh one: ${res.body} / ${other.body}`).to.equal(res.statusCode);
             if (res.statusCode >= 400) {
