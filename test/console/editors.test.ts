@@ -1,0 +1,118 @@
+import { expect } from "chai";
+import type { Browser, Page } from "playwright-core";
+import { DEMO_TENANT } from "../../src/demo/seed.js";
+import { demoServer, type DemoServer } from "../support/demo.js";
+import { launchBrowser, setEditor, shot, signIn, unlabelledControls } from "../support/browser.js";
+
+/**
+ * The query and transform editors in a real browser (test/support/browser.ts) against the demo:
+ * highlighting of the graph query language and JSONata, and completion from `GET /graph/schema`.
+ */
+interface TokenElement {
+  className: string;
+  textContent: string | null;
+}
+
+describe("console editors: highlighting and completion in a browser", function () {
+  this.timeout(120_000);
+  let demo: DemoServer;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    demo = await demoServer();
+    const base = await demo.server.app.listen({ port: 0, host: "127.0.0.1" });
+    ({ browser, page } = await launchBrowser());
+    await signIn(page, base, demo.token, DEMO_TENANT);
+    await page.getByLabel("API definition", { exact: true }).locator('option[value="agreement-access-points"]').waitFor({ state: "attached" });
+  });
+  after(async () => {
+    await browser?.close();
+    await demo?.close();
+  });
+
+  /** The class of each highlighted token in an editor, by its text. */
+  const tokens = async (label: string): Promise<Map<string, string>> => {
+    const spans = await page
+      .getByRole("textbox", { name: label, exact: true })
+      .locator("span[class*='tok-']")
+      .evaluateAll((els) => (els as unknown as TokenElement[]).map((el) => [el.textContent ?? "", el.className] as const));
+    return new Map(spans);
+  };
+  const completions = async () => {
+    const list = page.getByRole("listbox");
+    await list.waitFor();
+    return list.locator(".cm-completionLabel").allInnerTexts();
+  };
+
+  it("highlights the query's keywords, types, labels, parameters, strings, numbers and comments, each its own way", async () => {
+    await setEditor(page, "Query", '# one agreement\nAgreement ?agreement; attribute:publicId ${publicId}; attribute:status "ACTIVE";\n  attribute:n 3; link:hasProduct AgreementProduct:?p.');
+    const kinds = await tokens("Query");
+    const expected: [string, string][] = [
+      ["# one agreement", "tok-comment"],
+      ["Agreement", "tok-typeName"],
+      ["?agreement", "tok-labelName"],
+      ["attribute", "tok-keyword"],
+      ["publicId", "tok-propertyName"],
+      ["${publicId}", "tok-variableName2"],
+      ['"ACTIVE"', "tok-string"],
+      ["3", "tok-number"],
+      ["link", "tok-keyword"],
+      ["hasProduct", "tok-propertyName"],
+      ["AgreementProduct", "tok-typeName"],
+      ["?p", "tok-labelName"],
+    ];
+    for (const [text, kind] of expected) expect(kinds.get(text), text).to.include(kind);
+    // The theme draws them apart: keyword, label and string carry different classes.
+    const drawn = ["attribute", "?agreement", '"ACTIVE"'].map((t) => kinds.get(t));
+    expect(new Set(drawn).size).to.equal(3);
+    await shot(page, "20-query-highlighting");
+  });
+
+  it("completes entity types, attribute names, relations and parameters from the tenant's graph", async () => {
+    await setEditor(page, "Query", "Agreement ?a.\nAccessP");
+    await page.keyboard.press("Control+Space");
+    expect(await completions()).to.include.members(["AccessPoint", "AccessPointRelation"]);
+    await page.keyboard.press("Enter");
+    expect(await page.getByRole("textbox", { name: "Query", exact: true }).innerText()).to.match(/\nAccessPoint(Relation)?$/);
+
+    await setEditor(page, "Query", "AccessPoint ?ap; attribute:");
+    await page.keyboard.press("Control+Space");
+    expect(await completions()).to.have.members(["accessPointType", "externalId", "publicId"]);
+    await page.keyboard.press("Escape");
+
+    await setEditor(page, "Query", "Tenant ?t; link:");
+    await page.keyboard.press("Control+Space");
+    expect(await completions()).to.deep.equal(["hasIndexSet"]);
+    await page.keyboard.press("Escape");
+
+    await setEditor(page, "Query", "Agreement ?a; attribute:publicId ${");
+    await page.keyboard.press("Control+Space");
+    expect(await completions()).to.include.members(["publicId", "tenantId"]);
+    await shot(page, "21-query-completion");
+    await page.keyboard.press("Escape");
+    expect(await unlabelledControls(page)).to.deep.equal([]);
+  });
+
+  it("highlights JSONata with the result(?label) extension", async () => {
+    await page.getByRole("tab", { name: "Transform" }).click();
+    await setEditor(page, "Transform", '/* points */ { "points": result(?accessPoint) { externalId, `odd name`: publicId }, "n": $count($x) + 1.5, "p": ${kind} }');
+    const kinds = await tokens("Transform");
+    const expected: [string, string][] = [
+      ["/* points */", "tok-comment"],
+      ['"points"', "tok-string"],
+      ["result", "tok-keyword"],
+      ["?accessPoint", "tok-labelName"],
+      ["externalId", "tok-propertyName"],
+      ["`odd name`", "tok-propertyName"],
+      ["$count", "tok-variableName"],
+      ["$x", "tok-variableName"],
+      ["1.5", "tok-number"],
+      ["+", "tok-operator"],
+      ["${kind}", "tok-variableName2"],
+    ];
+    for (const [text, kind] of expected) expect(kinds.get(text), text).to.include(kind);
+    expect(new Set(["result", "?accessPoint", '"points"'].map((t) => kinds.get(t))).size).to.equal(3);
+    await shot(page, "22-transform-highlighting");
+  });
+});
