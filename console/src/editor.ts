@@ -1,5 +1,5 @@
 import { json } from "@codemirror/lang-json";
-import { syntaxHighlighting } from "@codemirror/language";
+import { defaultHighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { lintGutter, setDiagnostics, type Diagnostic } from "@codemirror/lint";
 import { EditorState, type Extension } from "@codemirror/state";
 import { EditorView } from "@codemirror/view";
@@ -27,7 +27,9 @@ export function createEditor(
 ): Editor {
   const extensions: Extension[] = [
     basicSetup,
-    // Stable `tok-<tag>` classes beside the theme's: a token's kind can be read from the page.
+    // The default colours (no longer a fallback once another highlighter is on), and stable
+    // `tok-<tag>` classes beside them: a token's kind can be read from the page.
+    syntaxHighlighting(defaultHighlightStyle),
     syntaxHighlighting(classHighlighter),
     lintGutter(),
     EditorView.contentAttributes.of({ "aria-label": label }),

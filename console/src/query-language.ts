@@ -129,7 +129,9 @@ export function queryCompletion(schema: () => Promise<GraphSchema>, parameters: 
     const { kind, statementType } = completionKind(context.state.sliceDoc(0, from));
     let options: Completion[];
     if (kind === "param") {
-      options = unique(parameters()).map((label) => ({ label, type: "variable", apply: `${label}}` }));
+      // Closed with "}" unless the editor closed the bracket already.
+      const closed = context.state.sliceDoc(context.pos, context.pos + 1) === "}";
+      options = unique(parameters()).map((label) => ({ label, type: "variable", apply: closed ? label : `${label}}` }));
     } else if (kind === "clause") {
       options = ["entity:key ", "attribute:", "link:"].map((label) => ({ label, type: "keyword" }));
     } else {
