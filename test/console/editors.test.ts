@@ -1,8 +1,5 @@
 import { expect } from "chai";
-import type { Browser, Page } from "playwright-core";
-import { DEMO_TENANT } from "../../src/demo/seed.js";
-import { demoServer, type DemoServer } from "../support/demo.js";
-import { launchBrowser, setEditor, shot, signIn, unlabelledControls } from "../support/browser.js";
+import { demoConsole, setEditor, shot, unlabelledControls, type DemoConsole } from "../support/browser.js";
 
 /**
  * The query and transform editors in a real browser (test/support/browser.ts) against the demo:
@@ -15,20 +12,11 @@ interface TokenElement {
 
 describe("console editors: highlighting and completion in a browser", function () {
   this.timeout(120_000);
-  let demo: DemoServer;
-  let browser: Browser;
-  let page: Page;
-
+  const ctx = demoConsole();
+  let page: DemoConsole["page"];
   before(async () => {
-    demo = await demoServer();
-    const base = await demo.server.app.listen({ port: 0, host: "127.0.0.1" });
-    ({ browser, page } = await launchBrowser());
-    await signIn(page, base, demo.token, DEMO_TENANT);
+    page = ctx.page;
     await page.getByLabel("API definition", { exact: true }).locator('option[value="agreement-access-points"]').waitFor({ state: "attached" });
-  });
-  after(async () => {
-    await browser?.close();
-    await demo?.close();
   });
 
   /** The class of each highlighted token in an editor, by its text. */
