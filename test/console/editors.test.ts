@@ -27,6 +27,12 @@ describe("console editors: highlighting and completion in a browser", function (
       .evaluateAll((els) => (els as unknown as TokenElement[]).map((el) => [el.textContent ?? "", el.className] as const));
     return new Map(spans);
   };
+  /** Checks the highlighting class of each token, by its text; answers the classes of all. */
+  const expectKinds = async (label: string, expected: [string, string][]): Promise<Map<string, string>> => {
+    const kinds = await tokens(label);
+    for (const [text, kind] of expected) expect(kinds.get(text), text).to.include(kind);
+    return kinds;
+  };
   /** Whether each of these tokens has a colour class of the theme (not tok-), each a different one. */
   const drawnApart = (kinds: Map<string, string>, texts: string[]): boolean => {
     const themed = texts.map((t) => (kinds.get(t) ?? "").split(" ").filter((c) => c !== "" && !c.startsWith("tok-")).join(" "));
@@ -40,8 +46,7 @@ describe("console editors: highlighting and completion in a browser", function (
 
   it("highlights the query's keywords, types, labels, parameters, strings, numbers and comments, each its own way", async () => {
     await setEditor(page, "Query", '# one agreement\nAgreement ?agreement; attribute:publicId ${publicId}; attribute:status "ACTIVE";\n  attribute:n 3; link:hasProduct AgreementProduct:?p.');
-    const kinds = await tokens("Query");
-    const expected: [string, string][] = [
+    const kinds = await expectKinds("Query", [
       ["# one agreement", "tok-comment"],
       ["Agreement", "tok-typeName"],
       ["?agreement", "tok-labelName"],
@@ -54,8 +59,7 @@ describe("console editors: highlighting and completion in a browser", function (
       ["hasProduct", "tok-propertyName"],
       ["AgreementProduct", "tok-typeName"],
       ["?p", "tok-labelName"],
-    ];
-    for (const [text, kind] of expected) expect(kinds.get(text), text).to.include(kind);
+    ]);
     // The theme draws them apart: besides the tok- classes, keyword, label and string carry different colour classes.
     expect(drawnApart(kinds, ["attribute", "?agreement", '"ACTIVE"'])).to.equal(true);
     await shot(page, "20-query-highlighting");
@@ -91,8 +95,7 @@ describe("console editors: highlighting and completion in a browser", function (
   it("highlights JSONata with the result(?label) extension", async () => {
     await page.getByRole("tab", { name: "Transform" }).click();
     await setEditor(page, "Transform", '/* points */ { "points": result(?accessPoint) { externalId, `odd name`: publicId }, "n": $count($x) + 1.5, "p": ${kind} }');
-    const kinds = await tokens("Transform");
-    const expected: [string, string][] = [
+    const kinds = await expectKinds("Transform", [
       ["/* points */", "tok-comment"],
       ['"points"', "tok-string"],
       ["result", "tok-keyword"],
@@ -104,8 +107,7 @@ describe("console editors: highlighting and completion in a browser", function (
       ["1.5", "tok-number"],
       ["+", "tok-operator"],
       ["${kind}", "tok-variableName2"],
-    ];
-    for (const [text, kind] of expected) expect(kinds.get(text), text).to.include(kind);
+    ]);
     expect(drawnApart(kinds, ["result", "?accessPoint", '"points"'])).to.equal(true);
     await shot(page, "22-transform-highlighting");
   });
