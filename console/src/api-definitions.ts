@@ -2,6 +2,8 @@ import { call, type ProblemDetail, type Session } from "./api.js";
 import { createEditor } from "./editor.js";
 import { field, h } from "./dom.js";
 import { historyPanel } from "./history.js";
+import { jsonata } from "./jsonata-language.js";
+import { graphQuery, graphSchema } from "./query-language.js";
 import { statusArea } from "./status.js";
 import { tabs } from "./tabs.js";
 import { unsavedGuard } from "./unsaved.js";
@@ -41,8 +43,9 @@ export function apiDefinitionsScreen(session: Session): HTMLElement {
   const queryHost = h("div", { class: "editor" });
   const transformHost = h("div", { class: "editor" });
   const dataHost = h("div", { class: "editor small" });
-  const query = createEditor(queryHost, "Query");
-  const transform = createEditor(transformHost, "Transform");
+  const parameterNames = () => (readData()?.queryParameters ?? []).flatMap((p) => (typeof p?.name === "string" ? [p.name] : []));
+  const query = createEditor(queryHost, "Query", { language: graphQuery(() => graphSchema(session), parameterNames) });
+  const transform = createEditor(transformHost, "Transform", { language: jsonata() });
   const data = createEditor(dataHost, "Data (JSON)", { json: true, onChange: () => renderParameters() });
   const editorTabs = tabs("Definition text", [
     { title: "Query", content: queryHost },

@@ -1,7 +1,9 @@
 import { json } from "@codemirror/lang-json";
+import { defaultHighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { lintGutter, setDiagnostics, type Diagnostic } from "@codemirror/lint";
 import { EditorState, type Extension } from "@codemirror/state";
 import { EditorView } from "@codemirror/view";
+import { classHighlighter } from "@lezer/highlight";
 import { basicSetup } from "codemirror";
 
 export interface Editor {
@@ -16,16 +18,25 @@ export interface Editor {
 /**
  * A CodeMirror 6 editor named for assistive technology. Tab is left to the browser (CodeMirror's
  * default), so keyboard users move through the page and are never trapped in an editor;
- * Ctrl-] and Ctrl-[ indent.
+ * Ctrl-] and Ctrl-[ indent; Ctrl-Space completes where the language completes.
  */
-export function createEditor(parent: HTMLElement, label: string, options: { json?: boolean; text?: string; onChange?: () => void } = {}): Editor {
+export function createEditor(
+  parent: HTMLElement,
+  label: string,
+  options: { json?: boolean; language?: Extension; text?: string; onChange?: () => void } = {},
+): Editor {
   const extensions: Extension[] = [
     basicSetup,
+    // The default colours (no longer a fallback once another highlighter is on), and stable
+    // `tok-<tag>` classes beside them: a token's kind can be read from the page.
+    syntaxHighlighting(defaultHighlightStyle),
+    syntaxHighlighting(classHighlighter),
     lintGutter(),
     EditorView.contentAttributes.of({ "aria-label": label }),
     EditorView.lineWrapping,
   ];
   if (options.json === true) extensions.push(json());
+  if (options.language !== undefined) extensions.push(options.language);
   if (options.onChange !== undefined) {
     const onChange = options.onChange;
     extensions.push(EditorView.updateListener.of((update) => update.docChanged && onChange()));

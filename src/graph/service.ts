@@ -3,6 +3,7 @@ import { ProblemError } from "../errors.js";
 import { deleteEntity, getEntity, listEntities, upsertEntities, type EntityInput, type EntityPage } from "./entities.js";
 import type { EntityJson } from "./entity.js";
 import { createLinks, type LinkInput, type LinkJson } from "./links.js";
+import { graphSchema, type GraphSchema } from "./schema.js";
 
 /** The graph of a tenant as the transports see it: entities by (type, key), and the links between them. */
 export class Graph {
@@ -20,6 +21,11 @@ export class Graph {
 
   list(tenant: string, options: { type?: string; limit: number; offset: number }): Promise<EntityPage> {
     return listEntities(this.knex, tenant, options);
+  }
+
+  /** Entity types with their attribute names, and relations with the types they join (bounded). */
+  schema(tenant: string): Promise<GraphSchema> {
+    return graphSchema(this.knex, tenant);
   }
 
   /** One entity; a 404 when the tenant has none with this id. */

@@ -1,8 +1,6 @@
 import { expect } from "chai";
-import type { Browser, Page } from "playwright-core";
+import { demoConsole, setEditor, shot, unlabelledControls, type DemoConsole } from "../support/browser.js";
 import { DEMO_TENANT } from "../../src/demo/seed.js";
-import { launchBrowser, setEditor, shot, signIn, unlabelledControls } from "../support/browser.js";
-import { demoServer, type DemoServer } from "../support/demo.js";
 
 /**
  * The Calculations screen in a real browser: Calculate runs the editor's unsaved text through
@@ -10,21 +8,13 @@ import { demoServer, type DemoServer } from "../support/demo.js";
  */
 describe("calculation modeler in a browser", function () {
   this.timeout(120_000);
-  let demo: DemoServer;
-  let browser: Browser;
-  let page: Page;
+  const ctx = demoConsole();
+  let page: DemoConsole["page"];
 
   before(async () => {
-    demo = await demoServer();
-    const base = await demo.server.app.listen({ port: 0, host: "127.0.0.1" });
-    ({ browser, page } = await launchBrowser());
-    await signIn(page, base, demo.token, DEMO_TENANT);
+    page = ctx.page;
     await page.getByRole("button", { name: "Calculations" }).click();
     await page.getByLabel("Calculation definition", { exact: true }).locator('option[value="site-net-consumption"]').waitFor({ state: "attached" });
-  });
-  after(async () => {
-    await browser?.close();
-    await demo?.close();
   });
 
   const status = () => page.getByRole("status", { name: "Calculation status" });
@@ -34,7 +24,7 @@ describe("calculation modeler in a browser", function () {
     data: { calculation: { expression?: string; output?: string; steps?: { name: string; expression: string }[]; scope: Record<string, { value?: number }> } };
   };
   const stored = async () => {
-    const res = await demo.server.app.inject({ method: "GET", url: "/calculation-definitions/site-net-consumption", headers: { authorization: `Bearer ${demo.token}`, "x-tenant-id": DEMO_TENANT } });
+    const res = await ctx.demo.server.app.inject({ method: "GET", url: "/calculation-definitions/site-net-consumption", headers: { authorization: `Bearer ${ctx.demo.token}`, "x-tenant-id": DEMO_TENANT } });
     return res.json() as { data: { calculation: { expression: string } } };
   };
 

@@ -1,6 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { DEMO_TENANT } from "../../src/demo/seed.js";
+import { demoServer, type DemoServer } from "./demo.js";
 
 /**
  * The console in a real browser: Debian's chromium, driven by playwright-core (never a browser
@@ -61,4 +63,30 @@ export async function signIn(page: Page, base: string, token: string, tenant: st
   await page.getByLabel("Tenant", { exact: true }).fill(tenant);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { name: "API Definitions" }).waitFor();
+}
+
+export interface DemoConsole {
+  demo: DemoServer;
+  browser: Browser;
+  page: Page;
+  base: string;
+}
+
+/**
+ * Registers the hooks of a suite on the demo: a server seeded with it and a browser signed in to
+ * its console before the suite, both closed after it. The fields are set once the hooks have run.
+ */
+export function demoConsole(): DemoConsole {
+  const ctx = {} as DemoConsole;
+  before(async () => {
+    ctx.demo = await demoServer();
+    ctx.base = await ctx.demo.server.app.listen({ port: 0, host: "127.0.0.1" });
+    ({ browser: ctx.browser, page: ctx.page } = await launchBrowser());
+    await signIn(ctx.page, ctx.base, ctx.demo.token, DEMO_TENANT);
+  });
+  after(async () => {
+    await ctx.browser?.close();
+    await ctx.demo?.close();
+  });
+  return ctx;
 }

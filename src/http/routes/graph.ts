@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import type { App, ServerDeps } from "../types.js";
 import { requireTenant } from "../request.js";
 import { TEXT_MAX_BYTES } from "../../input.js";
+import { SCHEMA_LIMIT } from "../../graph/schema.js";
 import { NoContent, PageFields, PageQuery, Uuid } from "../schemas.js";
 
 const MAX_BATCH = 10_000;
@@ -91,6 +92,27 @@ export function graphRoutes(app: App, { services }: ServerDeps): void {
       },
     },
     async (request) => graph.list(requireTenant(request), request.query),
+  );
+
+  app.get(
+    "/graph/schema",
+    {
+      config: { access: "admin" },
+      schema: {
+        operationId: "getGraphSchema",
+        summary: "Summarise the tenant's graph: entity types with attribute names, relations with the types they join",
+        description: `At most ${SCHEMA_LIMIT} types, ${SCHEMA_LIMIT} relation rows and ${SCHEMA_LIMIT} attribute names per type; \`truncated\` says when more exist.`,
+        tags: ["graph"],
+        response: {
+          200: Type.Object({
+            types: Type.Array(Type.Object({ type: Type.String(), count: Type.Integer(), attributes: Type.Array(Type.String()) })),
+            relations: Type.Array(Type.Object({ relation: Type.String(), from: Type.String(), to: Type.String(), count: Type.Integer() })),
+            truncated: Type.Boolean(),
+          }),
+        },
+      },
+    },
+    async (request) => graph.schema(requireTenant(request)),
   );
 
   app.get(
