@@ -41,7 +41,6 @@ const ingestDays = Number(option("ingest-days", "31"));
 const embeddedItems = Number(option("embedded-items", "20"));
 const parts = option("parts", "portfolio,dense,ingest,embedded").split(",");
 const ZONES = ["UTC", "Europe/Brussels"];
-const DAY_MS = 86_400_000;
 
 /** The database of the URL, made when missing. */
 async function ensureDatabase(url: string): Promise<void> {
