@@ -116,7 +116,7 @@ describe("the server process without configuration", function () {
     const server = startNode("dist/src/main.js", { PORT: "abc" });
     expect(await server.exited).to.equal(2);
     expect(server.lines.join("\n")).to.contain("PORT: PORT must be a whole number");
-    expect(server.lines.join("\n")).to.contain("neither JWT_SECRET nor JWT_PUBLIC_KEY is set");
+    expect(server.lines.join("\n")).to.contain("none of JWT_SECRET, JWT_PUBLIC_KEY, JWT_JWKS_URL and OIDC_ISSUER_URL is set");
   });
 
   it("exits 2 for a configuration problem from every entry point, and 1 for any other start-up failure", async () => {
