@@ -22,7 +22,7 @@ import {
   type Hints,
   type JsonSchema,
 } from "../support/schema-arbitrary.js";
-import { adminServer, type TestServer } from "../support/server.js";
+import { adminServer, type TestServer, withoutRequestId } from "../support/server.js";
 import { hsToken, TEST_JWT_SECRET, unsignedToken } from "../support/tokens.js";
 
 /**
@@ -834,9 +834,4 @@ function boundFunctionCalls(
     { weight: 1, arbitrary: fc.constant("$events(${id}, {})") },
   );
   return { transform, argument };
-}
-
-/** An answer's body without the `requestId` member a problem+json carries: one per request. */
-function withoutRequestId(body: string): string {
-  return body.replace(/,"requestId":"[^"\\]*"/, "");
 }

@@ -52,3 +52,8 @@ export function adminServer(ctx: { db: Database }): { readonly server: TestServe
   after(() => suite.server.app.close());
   return suite;
 }
+
+/** An answer's body without the `requestId` a problem+json carries (one per request), to compare two answers. */
+export function withoutRequestId(body: string): string {
+  return body.replace(/,"requestId":"[^"\\]*"/, "");
+}
