@@ -9,6 +9,14 @@ import type { GraphSession } from "./options.js";
 export interface Backend {
   readonly kind: "postgres" | "embedded";
   /**
+   * How long one statement of background work (the rollups' reconcile) should hold the database,
+   * or undefined for no bound. PostgreSQL runs statements in its own processes: the service's event
+   * loop keeps turning, and one large statement is the fastest. The embedded database runs each
+   * statement on the event loop's thread, in one go: such work is cut into statements of about this
+   * long, the event loop turning between two (so `/health` and the other requests are answered).
+   */
+  readonly backgroundStatementMs: number | undefined;
+  /**
    * Runs one graph walk within its limits and answers its rows. Past the time limit it rejects
    * with {@link WALK_TIMED_OUT}, past the work limit with {@link WALK_BUDGET_EXCEEDED}. PostgreSQL
    * stops a statement at its time-out: the walk runs as a prepared statement on the graph pool,

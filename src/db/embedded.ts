@@ -22,6 +22,13 @@ import { errorText } from "../errors.js";
  */
 export const EMBEDDED_STATEMENT_ROWS = 1000;
 
+/**
+ * How long a statement of background work holds the embedded database ({@link Backend.backgroundStatementMs}):
+ * about an upload statement's time. A reconcile of four days of 1-second events in one statement held
+ * it about 1 s on a loaded machine, and `/health` waited as long.
+ */
+export const EMBEDDED_BACKGROUND_STATEMENT_MS = 50;
+
 /** Opens the embedded database in `options.dataDir` (or in memory), brings its schema up to date and keeps its statistics fresh. */
 export async function openEmbedded(options: DatabaseOptions, probeMs: number): Promise<Database> {
   const db = await openPglite(options.dataDir, probeMs);
@@ -107,6 +114,7 @@ async function insertInSlices(trx: Knex, batch: RowBatch, onConflict: string): P
 /** The embedded database: one connection, no statement time-out (work budgets instead), no COPY from a client. */
 export const embeddedBackend: Backend = {
   kind: "embedded",
+  backgroundStatementMs: EMBEDDED_BACKGROUND_STATEMENT_MS,
 
   async walk<Row>(session: GraphSession, walk: Walk, limits: WalkLimits): Promise<Row[]> {
     // Nothing can interrupt a statement here: the statement counts the rows it visits and

@@ -46,6 +46,7 @@ export async function openPostgres(url: string, options: DatabaseOptions, timeou
 /** PostgreSQL: statement time-outs, prepared statements, COPY. */
 export const postgresBackend: Backend = {
   kind: "postgres",
+  backgroundStatementMs: undefined,
 
   async walk<Row>(session: GraphSession, walk: Walk, limits: WalkLimits): Promise<Row[]> {
     const run = walk.timed();

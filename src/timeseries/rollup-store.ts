@@ -1,5 +1,7 @@
 import type { Knex } from "knex";
+import { setImmediate } from "node:timers/promises";
 import { rawRows } from "../db/backend.js";
+import { storageOf } from "../db/storage.js";
 import { errorText } from "../errors.js";
 
 /**
@@ -109,84 +111,180 @@ export async function hasMarks(knex: Knex, tenant: string, scope: ReconcileScope
 }
 
 /**
- * Rebuilds the rollups of the marked days of the scope from the raw events and removes the marks
- * read, in transactions of {@link RECONCILE_BATCH} marks. Days ending at or before `floor` (the
- * first instant whose raw events are all kept, under a retention) are not rebuilt: their events
- * may be gone, their rollups are what remains; their marks are removed. Answers the marks handled.
+ * How much of the rebuild one statement takes, on a backend that bounds background statements
+ * ({@link Backend.backgroundStatementMs}): a number of marked days, or below one, a slice of one day
+ * (down to one 15-minute cell). It starts at a day, and after each chunk moves towards the bound:
+ * down as far as the slowest statement's time asks, up one step when it was under a quarter of it.
+ * Without a bound every mark goes in one chunk, each step in one statement.
  */
-export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScope = {}, floor?: Date): Promise<number> {
+const SPANS = [1 / 96, 1 / 24, 1 / 8, 1 / 2, 1, 4, 16, 64, 256, 1024, 4096];
+
+export class Pace {
+  private step = SPANS.indexOf(1);
+  private slowest = 0;
+  constructor(private readonly boundMs: number | undefined) {}
+
+  /** Marks per chunk (all of them without a bound), and the slices each day of a single mark is cut into. */
+  get span(): { marks: number; slices: number } {
+    if (this.boundMs === undefined) return { marks: Number.POSITIVE_INFINITY, slices: 1 };
+    const span = SPANS[this.step]!;
+    return span >= 1 ? { marks: span, slices: 1 } : { marks: 1, slices: Math.round(1 / span) };
+  }
+
+  /** Runs one statement: under a bound, after the event loop has turned, and timed. */
+  async run<T>(statement: () => Promise<T>): Promise<T> {
+    if (this.boundMs === undefined) return statement();
+    await setImmediate();
+    const started = performance.now();
+    try {
+      return await statement();
+    } finally {
+      this.slowest = Math.max(this.slowest, performance.now() - started);
+    }
+  }
+
+  /** Moves the span after a chunk, from its slowest statement. */
+  adapt(): void {
+    if (this.boundMs === undefined) return;
+    const ratio = this.slowest / this.boundMs;
+    if (ratio > 1) this.step = Math.max(0, this.step - Math.ceil(Math.log(ratio) / Math.log(4)));
+    else if (ratio < 0.25) this.step = Math.min(SPANS.length - 1, this.step + 1);
+    this.slowest = 0;
+  }
+}
+
+/** A reconciling transaction past this long (times the statement bound) commits what it rebuilt and leaves the other marks to the next. */
+const TRANSACTION_STATEMENTS = 20;
+
+/**
+ * Rebuilds the rollups of the marked days of the scope from the raw events and removes the marks
+ * handled, in transactions of at most {@link RECONCILE_BATCH} marks (and, on a backend that bounds
+ * background statements, of about {@link TRANSACTION_STATEMENTS} statements' time). Days ending at or
+ * before `floor` (the first instant whose raw events are all kept, under a retention) are not
+ * rebuilt: their events may be gone, their rollups are what remains; their marks are removed.
+ * Answers the marks handled. `boundMs` is the backend's bound on a statement, unless given.
+ */
+export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScope = {}, floor?: Date, boundMs = storageOf(knex).backgroundStatementMs): Promise<number> {
   const where = scopeWhere(tenant, scope);
+  const pace = new Pace(boundMs);
   let handled = 0;
   for (;;) {
-    const n = await knex.transaction(async (trx) => {
+    const { n, all } = await knex.transaction(async (trx) => {
       await trx.raw("select pg_advisory_xact_lock(?, hashtext(?))", [LOCK_CLASS, tenant]);
       const marks = await rawRows<{ id: string; item_id: string; day: string }>(trx, {
         sql: `select id::text, item_id, day::text as day from rollup_dirty where ${where.sql} order by id limit ${RECONCILE_BATCH}`,
         bindings: where.bindings,
       });
-      if (marks.length === 0) return 0;
-      const live = new Map<string, { item: string; day: string }>();
+      // The days to rebuild, each once, in the marks' order, with the marks that name it.
+      const days = new Map<string, { item: string; day: string; ids: string[] }>();
+      const dropped: string[] = [];
       for (const m of marks) {
-        if (floor !== undefined && Date.parse(`${m.day}T00:00:00Z`) + DAY_MS <= floor.getTime()) continue;
-        live.set(`${m.item_id}/${m.day}`, { item: m.item_id, day: m.day });
+        if (floor !== undefined && Date.parse(`${m.day}T00:00:00Z`) + DAY_MS <= floor.getTime()) {
+          dropped.push(m.id);
+          continue;
+        }
+        const key = `${m.item_id}/${m.day}`;
+        const found = days.get(key);
+        if (found === undefined) days.set(key, { item: m.item_id, day: m.day, ids: [m.id] });
+        else found.ids.push(m.id);
       }
-      if (live.size > 0) await rebuildDays(trx, tenant, [...live.values()]);
-      await trx.raw("delete from rollup_dirty where tenant = ? and id = any(?::bigint[])", [tenant, marks.map((m) => m.id)]);
-      return marks.length;
+      const done = [...dropped];
+      const todo = [...days.values()];
+      const zones = todo.length === 0 ? [] : ((await trx("rollup_zones").where({ tenant }).select("zone")) as { zone: string }[]).map((z) => z.zone);
+      const started = performance.now();
+      for (let at = 0; at < todo.length; ) {
+        if (boundMs !== undefined && at > 0 && performance.now() - started > TRANSACTION_STATEMENTS * boundMs) break;
+        const { marks: width, slices } = pace.span;
+        const chunk = todo.slice(at, at + width);
+        const ranges = slicesOf(chunk, slices);
+        // A day cut into slices is rebuilt a slice per statement; whole days, the chunk's in one.
+        await rebuildCells(trx, tenant, pace, slices > 1 ? ranges.map((r) => [r]) : [ranges]);
+        if (zones.length > 0) await rebuildPeriods(trx, tenant, pace, chunk, zones);
+        pace.adapt();
+        for (const d of chunk) done.push(...d.ids);
+        at += chunk.length;
+      }
+      if (done.length > 0) await trx.raw("delete from rollup_dirty where tenant = ? and id = any(?::bigint[])", [tenant, done]);
+      return { n: done.length, all: done.length === marks.length && marks.length < RECONCILE_BATCH };
     });
     handled += n;
-    if (n < RECONCILE_BATCH) return handled;
+    if (all) return handled;
   }
 }
 
-/** Rebuilds the cells of the items' UTC days from the events, then the local days and months of the tenant's zones that hold them. */
-async function rebuildDays(trx: Knex, tenant: string, days: { item: string; day: string }[]): Promise<void> {
-  const marks = [days.map((d) => d.item), days.map((d) => d.day)];
+/** A time range of one item's events whose cells are rebuilt: `[from, to)`, on the quarter hour. */
+interface CellRange {
+  item: string;
+  from: Date;
+  to: Date;
+}
+
+/** The marked days as ranges, each day cut into `slices` equal ones (a divisor of 96). */
+function slicesOf(days: { item: string; day: string }[], slices: number): CellRange[] {
+  const ranges: CellRange[] = [];
+  const width = DAY_MS / slices;
+  for (const { item, day } of days) {
+    const start = Date.parse(`${day}T00:00:00Z`);
+    for (let k = 0; k < slices; k++) ranges.push({ item, from: new Date(start + k * width), to: new Date(start + (k + 1) * width) });
+  }
+  return ranges;
+}
+
+/** Rebuilds the cells of the ranges from the events, a group of ranges per statement. */
+async function rebuildCells(trx: Knex, tenant: string, pace: Pace, groups: CellRange[][]): Promise<void> {
+  for (const group of groups) {
+    const bounds = [group.map((r) => r.item), group.map((r) => r.from), group.map((r) => r.to)];
+    const m = "unnest(?::uuid[], ?::timestamptz[], ?::timestamptz[]) as m(item_id, lo, hi)";
+    await pace.run(() => trx.raw(`delete from rollup_cells c using ${m} where c.tenant = ? and c.item_id = m.item_id and c.cell >= m.lo and c.cell < m.hi`, [...bounds, tenant]));
+    await pace.run(() =>
+      trx.raw(
+        `insert into rollup_cells (tenant, item_id, cell, ${ROW_COLUMNS})
+         select ?, e.item_id, date_bin('15 minutes', e.ts, timestamptz '2000-01-01T00:00:00Z') as cell, count(*), ${clampedSum("sum(e.value::numeric)")}, min(e.value), max(e.value),
+           min(e.ts), (array_agg(e.source_id order by e.ts, e.source_id))[1], (array_agg(e.value order by e.ts, e.source_id))[1],
+           max(e.ts), (array_agg(e.source_id order by e.ts desc, e.source_id desc))[1], (array_agg(e.value order by e.ts desc, e.source_id desc))[1]
+         from ${m} join events e on e.tenant = ? and e.item_id = m.item_id and e.ts >= m.lo and e.ts < m.hi
+         group by e.item_id, cell`,
+        [tenant, ...bounds, tenant],
+      ),
+    );
+  }
+}
+
+/** Rebuilds the local days and months of the zones that hold the items' UTC days, from their cells. */
+async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { item: string; day: string }[], zones: string[]): Promise<void> {
   const m = "unnest(?::uuid[], ?::date[]) as m(item_id, day)";
   const lo = "(m.day::timestamp at time zone 'UTC')";
   const hi = "((m.day + 1)::timestamp at time zone 'UTC')";
-  await trx.raw(`delete from rollup_cells c using ${m} where c.tenant = ? and c.item_id = m.item_id and c.cell >= ${lo} and c.cell < ${hi}`, [...marks, tenant]);
-  await trx.raw(
-    `insert into rollup_cells (tenant, item_id, cell, ${ROW_COLUMNS})
-     select ?, e.item_id, date_bin('15 minutes', e.ts, timestamptz '2000-01-01T00:00:00Z') as cell, count(*), ${clampedSum("sum(e.value::numeric)")}, min(e.value), max(e.value),
-       min(e.ts), (array_agg(e.source_id order by e.ts, e.source_id))[1], (array_agg(e.value order by e.ts, e.source_id))[1],
-       max(e.ts), (array_agg(e.source_id order by e.ts desc, e.source_id desc))[1], (array_agg(e.value order by e.ts desc, e.source_id desc))[1]
-     from ${m} join events e on e.tenant = ? and e.item_id = m.item_id and e.ts >= ${lo} and e.ts < ${hi}
-     group by e.item_id, cell`,
-    [tenant, ...marks, tenant],
-  );
-  const zones = (await trx("rollup_zones").where({ tenant }).select("zone")) as { zone: string }[];
-  if (zones.length === 0) return;
   // The local dates each marked UTC day overlaps, in each zone (two at most).
   const affected = `(select distinct m.item_id, z.zone, d::date as period
       from ${m} cross join unnest(?::text[]) as z(zone)
       cross join lateral generate_series((${lo} at time zone z.zone)::date, ((${hi} - interval '1 millisecond') at time zone z.zone)::date, interval '1 day') as d)`;
-  const bindings = [...marks, zones.map((z) => z.zone)];
-  await trx.raw(
-    `delete from rollup_periods p using ${affected} as a where p.tenant = ? and p.item_id = a.item_id and p.zone = a.zone and p.grain = 'day' and p.period = a.period`,
-    [...bindings, tenant],
-  );
-  await trx.raw(
-    `insert into rollup_periods (tenant, item_id, zone, grain, period, ${ROW_COLUMNS})
-     select ?, a.item_id, a.zone, 'day', a.period, ${FROM_ROWS}
-     from ${affected} as a join rollup_cells c on c.tenant = ? and c.item_id = a.item_id
+  const bindings = [days.map((d) => d.item), days.map((d) => d.day), zones];
+  // A grain's periods removed, then made again from the finer rows `c` joined to them.
+  const replace = async (grain: "day" | "month", periods: string, finer: string) => {
+    const where = `p.tenant = ? and p.item_id = a.item_id and p.zone = a.zone and p.grain = '${grain}' and p.period = a.period`;
+    await pace.run(() => trx.raw(`delete from rollup_periods p using ${periods} as a where ${where}`, [...bindings, tenant]));
+    await pace.run(() =>
+      trx.raw(
+        `insert into rollup_periods (tenant, item_id, zone, grain, period, ${ROW_COLUMNS})
+         select ?, a.item_id, a.zone, '${grain}', a.period, ${FROM_ROWS} from ${periods} as a join ${finer} group by a.item_id, a.zone, a.period`,
+        [tenant, ...bindings, tenant],
+      ),
+    );
+  };
+  await replace(
+    "day",
+    affected,
+    `rollup_cells c on c.tenant = ? and c.item_id = a.item_id
        and c.cell >= (a.period::timestamp at time zone a.zone) - interval '1 day' and c.cell < ((a.period + 1)::timestamp at time zone a.zone) + interval '1 day'
-       and (c.cell at time zone a.zone)::date = a.period
-     group by a.item_id, a.zone, a.period`,
-    [tenant, ...bindings, tenant],
+       and (c.cell at time zone a.zone)::date = a.period`,
   );
   const months = `(select distinct a.item_id, a.zone, date_trunc('month', a.period)::date as period from ${affected} as a)`;
-  await trx.raw(
-    `delete from rollup_periods p using ${months} as a where p.tenant = ? and p.item_id = a.item_id and p.zone = a.zone and p.grain = 'month' and p.period = a.period`,
-    [...bindings, tenant],
-  );
-  await trx.raw(
-    `insert into rollup_periods (tenant, item_id, zone, grain, period, ${ROW_COLUMNS})
-     select ?, a.item_id, a.zone, 'month', a.period, ${FROM_ROWS}
-     from ${months} as a join rollup_periods c on c.tenant = ? and c.item_id = a.item_id and c.zone = a.zone and c.grain = 'day'
-       and c.period >= a.period and c.period < (a.period + interval '1 month')::date
-     group by a.item_id, a.zone, a.period`,
-    [tenant, ...bindings, tenant],
+  await replace(
+    "month",
+    months,
+    `rollup_periods c on c.tenant = ? and c.item_id = a.item_id and c.zone = a.zone and c.grain = 'day'
+       and c.period >= a.period and c.period < (a.period + interval '1 month')::date`,
   );
 }
 
@@ -224,13 +322,13 @@ export async function ensureZone(knex: Knex, tenant: string, zone: string): Prom
   built.add(key);
 }
 
-/** Reconciles every tenant's marks; answers how many were handled. */
-export async function drainMarks(knex: Knex, floor?: Date): Promise<number> {
+/** Reconciles every tenant's marks (statements bounded as {@link reconcile}'s); answers how many were handled. */
+export async function drainMarks(knex: Knex, floor?: Date, boundMs = storageOf(knex).backgroundStatementMs): Promise<number> {
   let handled = 0;
   for (;;) {
     const tenants = (await knex.raw("select distinct tenant from rollup_dirty limit 100")) as { rows: { tenant: string }[] };
     if (tenants.rows.length === 0) return handled;
-    for (const { tenant } of tenants.rows) handled += await reconcile(knex, tenant, {}, floor);
+    for (const { tenant } of tenants.rows) handled += await reconcile(knex, tenant, {}, floor, boundMs);
   }
 }
 

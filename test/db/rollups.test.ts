@@ -7,7 +7,7 @@ import { deleteEvents } from "../../src/timeseries/export.js";
 import { ingestEvents } from "../../src/timeseries/ingest.js";
 import { aggregateEvents, METRICS, type BucketJson, type Metric, type Timeline } from "../../src/timeseries/query.js";
 import { rollupPlan } from "../../src/timeseries/rollup-plan.js";
-import { drainMarks } from "../../src/timeseries/rollup-store.js";
+import { drainMarks, ensureZone, Pace } from "../../src/timeseries/rollup-store.js";
 import { TimeSeries } from "../../src/timeseries/service.js";
 import { bucketStarts } from "../../src/timeseries/bucket-range.js";
 import { backend, backendNames, describeEachBackend } from "../support/backends.js";
@@ -96,6 +96,38 @@ function close(actual: BucketJson[], expected: BucketJson[], metric: Metric, lab
   });
 }
 
+describe("the pace of a bounded reconcile", () => {
+  const spanAfter = async (boundMs: number | undefined, slowest: number[]) => {
+    const pace = new Pace(boundMs);
+    const spans = [];
+    for (const ms of slowest) {
+      // A statement as slow as asked: the pace times what it runs.
+      await pace.run(async () => {
+        const started = performance.now();
+        while (performance.now() - started < ms);
+      });
+      pace.adapt();
+      spans.push(pace.span);
+    }
+    return spans;
+  };
+
+  it("starts at a day a statement, grows by four while statements take under a quarter of the bound, and cuts a day into slices down to one cell", async () => {
+    expect(new Pace(50).span).to.deep.equal({ marks: 1, slices: 1 });
+    expect(await spanAfter(50, [0, 0, 0])).to.deep.equal([{ marks: 4, slices: 1 }, { marks: 16, slices: 1 }, { marks: 64, slices: 1 }]);
+    // 2.5 times the bound: one step down (half a day); eight times: two steps (an eighth).
+    expect(await spanAfter(10, [25])).to.deep.equal([{ marks: 1, slices: 2 }]);
+    expect(await spanAfter(5, [40])).to.deep.equal([{ marks: 1, slices: 8 }]);
+    expect(await spanAfter(1, [200, 200])).to.deep.equal([{ marks: 1, slices: 96 }, { marks: 1, slices: 96 }]);
+    // Between a quarter of the bound and the bound: it stays.
+    expect(await spanAfter(100, [40])).to.deep.equal([{ marks: 1, slices: 1 }]);
+  });
+
+  it("without a bound, takes every mark at once, a day a statement", async () => {
+    expect(await spanAfter(undefined, [500, 0])).to.deep.equal([{ marks: Number.POSITIVE_INFINITY, slices: 1 }, { marks: Number.POSITIVE_INFINITY, slices: 1 }]);
+  });
+});
+
 // The databases opened before the suites' own hooks: PGlite takes most of a minute to start on a loaded machine.
 before(async function () {
   this.timeout(300_000);
@@ -159,6 +191,33 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     );
     // Most queries were answered from the rollups, not all from raw events.
     expect(tiled).to.be.greaterThan(20);
+  });
+
+  it("rebuilt in statements as small as one 15-minute cell (a bound of 0 ms), the rollups are those rebuilt in one statement", async () => {
+    const ids = await items();
+    for (const zone of ["Europe/Brussels", "Asia/Kathmandu"]) await ensureZone(ctx.db.knex, ctx.tenant, zone);
+    // Three days of two items, an event every 7 minutes from two sources, and a sparse third item.
+    const events = Array.from({ length: 3 * 24 * 60 / 7 }, (_, k) => [
+      { itemId: ids[0], timestamp: new Date(WINDOW_FROM + k * 420_000).toISOString(), sourceId: "a", value: ((k * 37) % 101) / 4 },
+      { itemId: ids[1], timestamp: new Date(WINDOW_FROM + 86_400_000 / 2 + k * 420_000).toISOString(), sourceId: "b", value: -k / 8 },
+      { itemId: ids[0], timestamp: new Date(WINDOW_FROM + k * 420_000).toISOString(), sourceId: "b", value: k % 7 },
+    ]).flat();
+    await ingestEvents(ctx.db.knex, ctx.tenant, [...events, { itemId: ids[2], timestamp: new Date(WINDOW_FROM + 40 * 86_400_000).toISOString(), value: 1 }]);
+    const snapshot = async () => ({
+      cells: await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant }).orderBy(["item_id", "cell"]).select("*"),
+      periods: await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "grain", "period"]).select("*"),
+    });
+    expect(await drainMarks(ctx.db.knex, undefined, 0)).to.be.greaterThan(6);
+    const sliced = await snapshot();
+    expect(sliced.cells.length).to.be.greaterThan(3 * 96);
+    // The same days marked again, and rebuilt without a bound: one statement for each step.
+    await ctx.db.knex.raw("insert into rollup_dirty (tenant, item_id, day) select tenant, item_id, (cell at time zone 'UTC')::date from rollup_cells where tenant = ? group by 1, 2, 3", [ctx.tenant]);
+    await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant }).update({ n: 0 });
+    await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).update({ n: 0 });
+    expect(await drainMarks(ctx.db.knex, undefined, Number.POSITIVE_INFINITY)).to.be.greaterThan(6);
+    expect(await snapshot()).to.deep.equal(sliced);
+    const q: Query = { zone: "Europe/Brussels", interval: "Hourly", metric: "close", single: false, from: WINDOW_FROM, to: WINDOW_FROM + 4 * 86_400_000 };
+    expect(await compare(ids, q)).to.equal(true);
   });
 
   it("a deleted Item leaves no rollups; its events answered again once re-sent", async () => {
