@@ -69,6 +69,8 @@ for (const kind of CAMUNDA7_ENGINES) {
         ["EAN-1", "GAS"],
         ["EAN-2", "WATER"],
       ]);
+      // Counted once the engine has answered the completion: the instances may end first.
+      await waitUntil(async () => (await metrics.registry.metrics()).includes('tasks_completed_total{engine="camunda7",topic="api-request"} 2'), "both completions counted");
       const exposed = await metrics.registry.metrics();
       expect(exposed).to.contain('tasks_fetched_total{engine="camunda7",topic="api-request"} 2');
       expect(exposed).to.contain('tasks_completed_total{engine="camunda7",topic="api-request"} 2');
