@@ -14,7 +14,7 @@ describe("graph query compiler", () => {
     const compiled = compile(EXAMPLE_QUERY);
     const bindings = compiled.bind({ tenant: "acme", params: { tenantId: "acme", publicId: "AGR-1" }, maxRows: 100 });
     expect(compiled.sql.split("?").length - 1).to.equal(bindings.length);
-    expect(compiled.sql.match(/\bwith m as\b/g)).to.have.length(1);
+    expect(compiled.sql.match(/\bm\d+ as materialized\b/g)).to.have.length(1);
     expect(compiled.parameters).to.have.members(["tenantId", "publicId"]);
     expect(compiled.labels.map((l) => `${l.name}:${l.kind}`)).to.deep.equal([
       "tenant:entity",

@@ -21,7 +21,7 @@ function describe_(step: PlanStep): string {
       return `${step.kind} ${step.label} at ${step.owner} ${step.source.kind === "key" ? "key" : step.source.name}`;
   }
 }
-const walk = (p: JoinPlan) => p.steps.map(describe_);
+const walk = (p: JoinPlan) => p.parts.flatMap((part) => part.steps).map(describe_);
 
 describe("graph query plan", () => {
   it("walks the example from the tenant's key, finds the agreement by its attribute and checks its link to the index set", () => {
@@ -69,7 +69,7 @@ describe("graph query plan", () => {
         const bound = new Set<string>();
         let linkSteps = 0;
         const entityNames = new Set(p.entities.map((e) => e.name));
-        for (const step of p.steps) {
+        for (const step of p.parts.flatMap((part) => part.steps)) {
           if (step.kind === "find") placed.push(step.entity);
           if (step.kind === "follow") {
             linkSteps++;
