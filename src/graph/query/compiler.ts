@@ -65,8 +65,9 @@ type CompareStep = Extract<PlanStep, { kind: "compare" }>;
  * inner side of a nested loop, probed by an index with the values of the rows before it. So the
  * plan is the compiler's walk on both backends, whatever the statistics say (the embedded
  * database often has none), and rows stream through it, so the row limit stops the walk. The
- * exception is a step that depends on no row before it (a part of the pattern no link reaches):
- * the planner may put either side of that join first.
+ * exception is a step that depends on no row before it (an entity found by its own constants, its
+ * links then checked): the planner may put either side of that join first. Each independent part
+ * of the pattern is such a walk of its own, run once; their product is only counted.
  */
 export function emitSql(plan: JoinPlan): CompiledQuery {
   const entities = new Map<string, Placed>(plan.entities.map((e, i) => [e.name, { ...e, alias: `e${i}` }]));
@@ -80,9 +81,9 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
   };
   const tenant = () => bind((c) => c.tenant);
   // Where a row of the walk is visited; the budgeted statement counts it there. A step that
-  // depends on no earlier one names the entity placed last: the budgeted statement refers to it,
-  // so the step is run again for every row before it (and counted each time) rather than run
-  // once and kept, which would leave a cross product uncounted.
+  // depends on no earlier one of its part names the entity placed last: the budgeted statement
+  // refers to it, so the step is run again for every row before it (and counted each time) rather
+  // than run once and kept, which would leave a cross product uncounted.
   const VISIT = "\uE001\uE001";
   const visitAfter = (a: string) => `\uE001${a}\uE001`;
   let lastPlaced = "";
