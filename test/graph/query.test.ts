@@ -223,6 +223,9 @@ describeEachBackend("graph queries", (ctx) => {
     expect(keys(output.m2)).to.deep.equal(meters.map((m) => m.key));
     expect(keys(output.m5)).to.deep.equal(["m000"]);
     expect(keys(output.m3)).to.deep.equal(["m001", "m002"]);
+    // What is counted is the parts' own work, about a visit per meter in each: 1,500 visits suffice.
+    const counted = await run(ctx, `Meter ?m2. Meter ?m5. Meter ?m3; attribute:ownerId ?m5.`, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 1000, maxVisits: 1500 });
+    expect(counted).to.deep.equal(output);
   });
 
   it("answers the row limit from the parts' counts, before any product row is built", async () => {
