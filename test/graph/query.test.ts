@@ -230,8 +230,9 @@ describeEachBackend("graph queries", (ctx) => {
 
   it("answers the row limit from the parts' counts, before any product row is built", async () => {
     await crowd(ctx);
-    // 400 × 400 × 400 rows: building 1,001 of them would pass this work limit; counting the parts does not.
-    const error = await failure(run(ctx, `Row ?a. Row ?b. Row ?c.`, {}, ctx.tenant, { timeoutMs: 1000, maxRows: 1000, maxVisits: 2000 }));
+    // 400 × 400 × 400 rows: building 1,001 of them would pass this work limit; counting the parts
+    // does not, nor walking them: 400 rows of ?a, then ?b only to its 3rd row (1,200 > 1,000).
+    const error = await failure(run(ctx, `Row ?a. Row ?b. Row ?c.`, {}, ctx.tenant, { timeoutMs: 1000, maxRows: 1000, maxVisits: 410 }));
     expect(error.message).to.equal("the graph query matched more than 1000 rows (QUERY_MAX_ROWS); narrow it down");
     // Parts past the limit together, and a last one with no row: an empty answer, no error.
     const limits = { timeoutMs: 1000, maxRows: 400, maxVisits: 2000 };

@@ -275,20 +275,24 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
       }
     });
     // A part is walked only once every part before it has a row: with one empty, so is the answer.
+    // And only as far as the product can stay within the limit: with P rows before it, a part's
+    // row past maxRows / P is a product past the limit, the walk's last.
     const after = p === 0 ? "" : ` and exists (select 1 from m${p - 1})`;
+    const rowsBefore = plan.parts.slice(0, p).map((_, q) => `(select count(*) from m${q})::numeric`);
+    const partLimit = p === 0 ? limit : `(select floor(${bind((c) => c.maxRows)}::numeric / greatest(${rowsBefore.join(" * ")}, 1))::bigint + 1)`;
     return {
       walk: (gate?: string) =>
         `m${p} as materialized (select *, row_number() over (order by ${ordering.join(", ")}) as rn from (select ${columns.join(", ")} ` +
-        `from ${walkFrom} where ${walkWhere}${gate === undefined ? "" : " and (select current from g)"}${after} limit ${limit}) r)`,
+        `from ${walkFrom} where ${walkWhere}${gate === undefined ? "" : " and (select current from g)"}${after} limit ${partLimit}) r)`,
       unpivoted: `select m.rn, v.* from m${p} m cross join lateral (values ${unpivot.join(", ")}) v(label, id, key, attributes, value)`,
     };
   });
   // The answer's rows are the product of the parts' rows, and it is never built: its size is the
-  // product of their counts (each at most the limit), so a product past the limit is the row-limit
-  // problem at once; and a label's distinct entities and values, in the order of the first product
-  // row each is in, are those of its part in the order of the part's first row (the product's
-  // rows are ordered by the labels' columns, and a part's columns can take their least values
-  // independently of the others').
+  // product of their counts (exact unless a walk stopped past the limit), so a product past it is
+  // the row-limit problem at once; and a label's distinct entities and values, in the order of the
+  // first product row each is in, are those of its part in the order of the part's first row (the
+  // product's rows are ordered by the labels' columns, and a part's columns can take their least
+  // values independently of the others').
   const matches = `least(${plan.parts.map((_, p) => `(select count(*) from m${p})::numeric`).join(" * ")}, ${limit})::int`;
   // The distinct entities and values of each label, each with the first match row of its part it
   // is in. One aggregate over the match rows unpivoted (a VALUES list per row), not one per label:
