@@ -110,6 +110,19 @@ describe("graph plans made once per statement, on tenants of very different size
       params: { p: "AGR-4711" },
     },
     { title: "a value join on keys, small tenant", query: `Agreement ?a; attribute:publicId \${p}; entity:key ?k. AgreementProduct ?b; entity:key ?k.`, tenant: SMALL, params: { p: "AGR-1" } },
+    // Independent parts (issue 30), each a WITH query of its own walked once.
+    {
+      title: "two independent parts: an attribute lookup and a key lookup, large tenant",
+      query: `Agreement ?a; attribute:publicId \${p}. AgreementProduct ?x; entity:key \${k}.`,
+      tenant: BIG,
+      params: { p: "AGR-4711", k: "AGR-12-P" },
+    },
+    {
+      title: "two independent parts: a walk by type and an attribute lookup, small tenant",
+      query: `Agreement ?a; link:hasProduct AgreementProduct:?p. AccessPoint ?x; attribute:accessPointType \${t}.`,
+      tenant: SMALL,
+      params: { t: "ELECTRICITY" },
+    },
     { title: "a lookup by key, small tenant", query: `Agreement ?a; entity:key \${k}; link:hasProduct AgreementProduct:?p.`, tenant: SMALL, params: { k: "AGR-2" } },
   ];
 

@@ -14,7 +14,7 @@ describe("graph query compiler", () => {
     const compiled = compile(EXAMPLE_QUERY);
     const bindings = compiled.bind({ tenant: "acme", params: { tenantId: "acme", publicId: "AGR-1" }, maxRows: 100 });
     expect(compiled.sql.split("?").length - 1).to.equal(bindings.length);
-    expect(compiled.sql.match(/\bwith m as\b/g)).to.have.length(1);
+    expect(compiled.sql.match(/\bm\d+ as materialized\b/g)).to.have.length(1);
     expect(compiled.parameters).to.have.members(["tenantId", "publicId"]);
     expect(compiled.labels.map((l) => `${l.name}:${l.kind}`)).to.deep.equal([
       "tenant:entity",
@@ -58,6 +58,20 @@ describe("graph query compiler", () => {
     const statements = [`T ?x; link:a ?x.`, `T ?y; link:b ?x.`, `T ?z; link:c T:?y; attribute:f "v".`];
     const orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]].map((o) => walk(o.map((i) => statements[i]).join(" ")));
     for (const order of orders) expect(order).to.deep.equal(["z", "y", "x"]);
+  });
+
+  it("walks each independent part once, as a WITH query of its own with the row limit, and never joins the parts", () => {
+    const { sql } = compile(`Meter ?m2. Meter ?m5. Meter ?m3; attribute:ownerId ?m5.`);
+    expect(sql.match(/\bm\d+ as materialized\b/g)).to.deep.equal(["m0 as materialized", "m1 as materialized"]);
+    // The first stops at the row past the limit; the second runs only once the first has a row,
+    // and stops at the row that takes the product past the limit.
+    expect(sql).to.match(/m0 as materialized \(.* limit \?\) r\), m1/);
+    expect(sql).to.match(
+      /m1 as materialized \(.* and exists \(select 1 from m0\) limit \(select floor\(\?::numeric \/ greatest\(\(select count\(\*\) from m0\)::numeric, 1\)\)::bigint \+ 1\)\) r\)/,
+    );
+    // Their product is only counted: a part is read to count its rows, test it has one, or list its labels' values.
+    expect(sql).to.contain("n as (select least((select count(*) from m0)::numeric * (select count(*) from m1)::numeric, ?)::int as matches)");
+    expect(sql).not.to.match(/from m\d+(?!\)| m cross join lateral \(values)/);
   });
 
   it("prefers a key over attributes, and more attributes over fewer, as the starting point", () => {

@@ -21,7 +21,7 @@ function describe_(step: PlanStep): string {
       return `${step.kind} ${step.label} at ${step.owner} ${step.source.kind === "key" ? "key" : step.source.name}`;
   }
 }
-const walk = (p: JoinPlan) => p.steps.map(describe_);
+const walk = (p: JoinPlan) => p.parts.flatMap((part) => part.steps).map(describe_);
 
 describe("graph query plan", () => {
   it("walks the example from the tenant's key, finds the agreement by its attribute and checks its link to the index set", () => {
@@ -69,7 +69,7 @@ describe("graph query plan", () => {
         const bound = new Set<string>();
         let linkSteps = 0;
         const entityNames = new Set(p.entities.map((e) => e.name));
-        for (const step of p.steps) {
+        for (const step of p.parts.flatMap((part) => part.steps)) {
           if (step.kind === "find") placed.push(step.entity);
           if (step.kind === "follow") {
             linkSteps++;
@@ -97,6 +97,54 @@ describe("graph query plan", () => {
         expect(linkSteps).to.equal(links.length);
         const valueLabels = p.labels.filter((l) => l.kind === "value").map((l) => l.name);
         expect([...bound].sort()).to.deep.equal([...valueLabels].sort());
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("splits a pattern into its independent parts, each walked on its own, the most selective first", () => {
+    const parts = (source: string) => plan(source).parts.map((part) => part.steps.map(describe_));
+    // The issue's example: ?m3 holds ?m5's id, so they are one part; ?m2 is another.
+    expect(parts(`Meter ?m2. Meter ?m5. Meter ?m3; attribute:ownerId ?m5.`)).to.deep.equal([["find m2"], ["find m3", "find m5", "compare m5 at m3 ownerId"]]);
+    // A shared value label joins two statements into one part; a key puts its part first.
+    expect(parts(`Site ?s; attribute:city ?c. Meter ?m. Site ?t; attribute:city ?c. Person ?p; entity:key "k".`)).to.deep.equal([
+      ["find p"],
+      ["find m"],
+      ["find s", "bind c at s city", "find t", "compare c at t city"],
+    ]);
+  });
+
+  it("makes each part a connected component: every link and every use of a label within one part, each part connected", () => {
+    fc.assert(
+      fc.property(patternModel, (pattern) => {
+        const p = plan(printPattern(pattern));
+        const partOf = new Map(p.parts.flatMap((part, i) => part.entities.map((name) => [name, i] as const)));
+        expect([...partOf.keys()].sort()).to.deep.equal(p.entities.map((e) => e.name).sort());
+        // Edges of the pattern: links, and a label used as a value at an entity.
+        const edges: [string, string][] = [];
+        const valueOwners = new Map<string, string>();
+        for (const step of p.parts.flatMap((part) => part.steps)) {
+          if (step.kind === "follow" || step.kind === "check") edges.push([step.link.from, step.link.to]);
+          if (step.kind === "bind") valueOwners.set(step.label, step.owner);
+        }
+        for (const step of p.parts.flatMap((part) => part.steps)) {
+          if (step.kind === "compare") edges.push([step.owner, step.entityLabel ? step.label : valueOwners.get(step.label)!]);
+        }
+        for (const [a, b] of edges) expect(partOf.get(a), `${a} and ${b}`).to.equal(partOf.get(b));
+        // Connected: from its first entity, its edges reach every entity of the part.
+        for (const part of p.parts) {
+          const reached = new Set([part.entities[0]!]);
+          for (let grown = true; grown; ) {
+            grown = false;
+            for (const [a, b] of edges) {
+              if (reached.has(a) !== reached.has(b)) {
+                reached.add(a).add(b);
+                grown = true;
+              }
+            }
+          }
+          expect([...reached].sort()).to.deep.equal([...part.entities].sort());
+        }
       }),
       { numRuns: 1000 },
     );

@@ -33,6 +33,12 @@ async function failure(promise: Promise<unknown>): Promise<ProblemError> {
 
 const keys = (entities: unknown[] | undefined) => (entities ?? []).map((e) => (e as { key: string }).key);
 
+/** 400 rows of one type that all hold the same value: `CROWD_TRIPLES` joins every triple of them. */
+const crowd = (ctx: BackendContext) =>
+  upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 400 }, (_, i) => ({ type: "Row", key: `r${i}`, attributes: { n: i, g: "same" } })));
+/** One connected part, 64,000,000 match rows: past any work or time limit of these tests when walked. */
+const CROWD_TRIPLES = `Row ?a; attribute:g ?x. Row ?b; attribute:g ?x. Row ?c; attribute:g ?x.`;
+
 describeEachBackend("graph queries", (ctx) => {
   const agreementsA: ExampleAgreement[] = [
     { publicId: "AGR-1", accessPoints: [["EAN-11", "ELECTRICITY"], ["EAN-12", "GAS"], ["EAN-13", "WATER"]] },
@@ -196,11 +202,54 @@ describeEachBackend("graph queries", (ctx) => {
     expect(keys((await run(ctx, `Row ?a. Row ?b.`, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 900 })).a)).to.have.length(30);
   });
 
+  // Independent parts (issue 30): each walked once, their product never built. Walked again for
+  // every row of the part before it, these passed the work limit (embedded) or ran for seconds.
+  it("walks each independent part of a pattern once: an empty part empties the answer at once", async () => {
+    await crowd(ctx);
+    // 160,000 pairs, then a part with no row; a part walked for every row before it: 64,000,000 visits.
+    const output = await run(ctx, `Row ?a. Row ?b. Row ?c; attribute:missing ?x.`, {}, ctx.tenant, { timeoutMs: 1000, maxRows: 1000 });
+    expect(output).to.deep.equal({ a: [], b: [], c: [], x: [] });
+  });
+
+  it("answers a pattern of independent parts whose answer fits, whatever their walks would cost repeated (the issue's example)", async () => {
+    const meters = await upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 300 }, (_, i) => ({ type: "Meter", key: `m${String(i).padStart(3, "0")}` })));
+    const owner = meters[0]!;
+    await upsertEntities(ctx.db.knex, ctx.tenant, [
+      { type: "Meter", key: "m001", attributes: { ownerId: owner.id } },
+      { type: "Meter", key: "m002", attributes: { ownerId: [owner.id, "elsewhere"] } },
+    ]);
+    // 300 × 2 = 600 rows within 1,000; the work limit is 50,000 rows visited (50 × 1,000).
+    const output = await run(ctx, `Meter ?m2. Meter ?m5. Meter ?m3; attribute:ownerId ?m5.`, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 1000 });
+    expect(keys(output.m2)).to.deep.equal(meters.map((m) => m.key));
+    expect(keys(output.m5)).to.deep.equal(["m000"]);
+    expect(keys(output.m3)).to.deep.equal(["m001", "m002"]);
+    // What is counted is the parts' own work, about a visit per meter in each: 1,500 visits suffice.
+    const counted = await run(ctx, `Meter ?m2. Meter ?m5. Meter ?m3; attribute:ownerId ?m5.`, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 1000, maxVisits: 1500 });
+    expect(counted).to.deep.equal(output);
+  });
+
+  it("answers the row limit from the parts' counts, before any product row is built", async () => {
+    await crowd(ctx);
+    // 400 × 400 × 400 rows: building 1,001 of them would pass this work limit; counting the parts
+    // does not, nor walking them: 400 rows of ?a, then ?b only to its 3rd row (1,200 > 1,000).
+    const error = await failure(run(ctx, `Row ?a. Row ?b. Row ?c.`, {}, ctx.tenant, { timeoutMs: 1000, maxRows: 1000, maxVisits: 410 }));
+    expect(error.message).to.equal("the graph query matched more than 1000 rows (QUERY_MAX_ROWS); narrow it down");
+    // Parts past the limit together, and a last one with no row: an empty answer, no error.
+    const limits = { timeoutMs: 1000, maxRows: 400, maxVisits: 2000 };
+    expect(await run(ctx, `Row ?a. Row ?b. Zone ?z.`, {}, ctx.tenant, limits)).to.deep.equal({ a: [], b: [], z: [] });
+    // A product of exactly the limit (1 × 400 rows) is an answer; one row fewer allowed, it is not.
+    const fits = await run(ctx, `Row ?a; attribute:n 7. Row ?c.`, {}, ctx.tenant, limits);
+    expect(keys(fits.a)).to.deep.equal(["r7"]);
+    expect(keys(fits.c)).to.have.length(400);
+    const over = await failure(run(ctx, `Row ?a; attribute:n 7. Row ?c.`, {}, ctx.tenant, { ...limits, maxRows: 399 }));
+    expect(over.message).to.equal("the graph query matched more than 399 rows (QUERY_MAX_ROWS); narrow it down");
+  });
+
   // The embedded database cannot interrupt a statement: there the walk counts what it visits.
   if (ctx.name === "embedded") it("stops a query that visits more rows than its work limit, however few rows it matches", async () => {
-    await upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 400 }, (_, i) => ({ type: "Row", key: `r${i}`, attributes: { n: i } })));
+    await crowd(ctx);
     // 64,000,000 triples would be visited, none matches: the row limit alone would not stop it.
-    const triples = `Row ?a. Row ?b. Row ?c; attribute:missing ?x.`;
+    const triples = `${CROWD_TRIPLES} Row ?c; attribute:missing ?y.`;
     const error = await failure(run(ctx, triples, {}, ctx.tenant, { timeoutMs: 5000, maxRows: 10, maxVisits: 20_000 }));
     expect(error.status).to.equal(422);
     expect(error.message).to.equal(
@@ -213,19 +262,19 @@ describeEachBackend("graph queries", (ctx) => {
   // PGlite runs a statement on the main thread in WebAssembly and cannot interrupt it, so the
   // time limit is PostgreSQL's statement_timeout and holds on the real database only (docs/reference/query-language.md).
   if (ctx.name === "postgres") it("stops a query that runs past the time limit with a clear error", async () => {
-    await upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 400 }, (_, i) => ({ type: "Row", key: `r${i}` })));
-    const error = await failure(run(ctx, `Row ?a. Row ?b. Row ?c.`, {}, ctx.tenant, { timeoutMs: 200, maxRows: 5_000_000 }));
+    await crowd(ctx);
+    const error = await failure(run(ctx, CROWD_TRIPLES, {}, ctx.tenant, { timeoutMs: 200, maxRows: 5_000_000 }));
     expect(error.status).to.equal(422);
     expect(error.code).to.equal("TRANSFORM_FAILED");
     expect(error.message).to.match(/longer than 200 ms/);
   });
 
   it("runs no walk once the definition guarding it has changed: no answer, and none of the walk's limits reached", async () => {
-    await upsertEntities(ctx.db.knex, ctx.tenant, Array.from({ length: 400 }, (_, i) => ({ type: "Row", key: `r${i}` })));
+    await crowd(ctx);
     const guard: DefinitionGuard = { table: "api_definitions", externalId: "rows", id: randomUUID(), updatedAt: "2026-01-02T03:04:05.678Z" };
     await ctx.db.knex("api_definitions").insert({ tenant: ctx.tenant, id: guard.id, external_id: guard.externalId, query: "-", updated_at: guard.updatedAt });
-    // 64,000,000 triples: past the work limit (embedded) or the time limit (PostgreSQL) if walked.
-    const compiled = compileQuery(parseQuery(`Row ?a. Row ?b. Row ?c.`));
+    // Past the work limit (embedded) or the time limit (PostgreSQL) if walked.
+    const compiled = compileQuery(parseQuery(CROWD_TRIPLES));
     const limits: QueryLimits = { timeoutMs: 200, maxRows: 100_000_000, maxVisits: 20_000 };
     const error = await failure(executeGuardedQuery(ctx.db.graph, compiled, ctx.tenant, {}, limits, guard));
     expect(error.message).to.match(ctx.name === "embedded" ? /visited more than 20000 rows/ : /longer than 200 ms/);

@@ -65,8 +65,9 @@ type CompareStep = Extract<PlanStep, { kind: "compare" }>;
  * inner side of a nested loop, probed by an index with the values of the rows before it. So the
  * plan is the compiler's walk on both backends, whatever the statistics say (the embedded
  * database often has none), and rows stream through it, so the row limit stops the walk. The
- * exception is a step that depends on no row before it (a part of the pattern no link reaches):
- * the planner may put either side of that join first.
+ * exception is a step that depends on no row before it (an entity found by its own constants, its
+ * links then checked): the planner may put either side of that join first. Each independent part
+ * of the pattern is such a walk of its own, run once; their product is only counted.
  */
 export function emitSql(plan: JoinPlan): CompiledQuery {
   const entities = new Map<string, Placed>(plan.entities.map((e, i) => [e.name, { ...e, alias: `e${i}` }]));
@@ -80,9 +81,9 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
   };
   const tenant = () => bind((c) => c.tenant);
   // Where a row of the walk is visited; the budgeted statement counts it there. A step that
-  // depends on no earlier one names the entity placed last: the budgeted statement refers to it,
-  // so the step is run again for every row before it (and counted each time) rather than run
-  // once and kept, which would leave a cross product uncounted.
+  // depends on no earlier one of its part names the entity placed last: the budgeted statement
+  // refers to it, so the step is run again for every row before it (and counted each time) rather
+  // than run once and kept, which would leave a cross product uncounted.
   const VISIT = "\uE001\uE001";
   const visitAfter = (a: string) => `\uE001${a}\uE001`;
   let lastPlaced = "";
@@ -112,8 +113,8 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
       return `(${forms.map(holds).join(" or ")})`;
     });
   const valueColumns = new Map<string, string>();
-  const from: string[] = [];
-  const where: string[] = [];
+  let from: string[] = [];
+  let where: string[] = [];
   let valueCount = 0;
   let linkCount = 0;
   const holds = (owner: string, source: ValueSource, value: string) => {
@@ -133,9 +134,9 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
    * instead of read in full and filtered; the compare still runs after it, the exact test.
    */
   const placedNames = new Set<string>();
-  const valueJoinsAfter = (index: number, name: string): CompareStep[] => {
+  const valueJoinsAfter = (steps: PlanStep[], index: number, name: string): CompareStep[] => {
     const joins: CompareStep[] = [];
-    for (const step of plan.steps.slice(index + 1)) {
+    for (const step of steps.slice(index + 1)) {
       if (step.kind === "find" || step.kind === "follow") break;
       if (step.kind !== "compare" || step.label === step.owner) continue;
       // With a value from the rows before (not one bound at this entity): at this entity, a value
@@ -193,10 +194,10 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
     placedNames.add(name);
   };
 
-  plan.steps.forEach((step, index) => {
+  const walkStep = (step: PlanStep, index: number, steps: PlanStep[]) => {
     switch (step.kind) {
       case "find":
-        placeEntity(step.entity, [], valueJoinsAfter(index, step.entity));
+        placeEntity(step.entity, [], valueJoinsAfter(steps, index, step.entity));
         break;
       case "follow": {
         // The link is followed from the placed end; the entity it reaches is then looked up by id.
@@ -238,47 +239,81 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
         break;
       }
     }
-  });
+  };
 
-  // Columns of the match rows: one per label, in the order labels first appear; an entity's key
-  // and attributes come along from the walk, which read them already, so the output needs no
-  // second read of the entities. The limit sits inside, before the rows are numbered, so the walk
-  // stops at the first row past the limit rather than after enumerating every match.
-  const columns: string[] = [];
-  const unpivot: string[] = [];
-  const ordering: string[] = [];
-  plan.labels.forEach((label, i) => {
-    const entity = entities.get(label.name);
-    if (entity !== undefined) {
-      columns.push(`${entity.alias}.id as c${i}`, `${entity.alias}.key as k${i}`, `${entity.alias}.attributes as a${i}`);
-      ordering.push(`k${i}`, `c${i}`);
-      unpivot.push(`(${i}, m.c${i}, m.k${i}, m.a${i}, null::jsonb)`);
-    } else {
-      columns.push(`${valueColumns.get(label.name)} as c${i}`);
-      unpivot.push(`(${i}, null::uuid, null::text, null::jsonb, m.c${i})`);
-    }
+  // Each part of the pattern (src/graph/query/plan.ts) is walked on its own, once: a WITH query of
+  // its match rows, materialised. Columns of the match rows: one per label of the part, in the
+  // order labels first appear; an entity's key and attributes come along from the walk, which read
+  // them already, so the output needs no second read of the entities. The limit sits inside,
+  // before the rows are numbered, so the walk stops at the first row past the limit rather than
+  // after enumerating every match.
+  const partOf = new Map<string, number>();
+  plan.parts.forEach((part, p) => {
+    for (const name of part.entities) partOf.set(name, p);
+    for (const step of part.steps) if (step.kind === "bind") partOf.set(step.label, p);
   });
-  // The distinct entities and values of each label, each with the first match row it is in. One
-  // aggregate over the match rows unpivoted (a VALUES list per row), not one per label: the
-  // embedded database plans the statement at every run (PostgreSQL's graph pool once per
+  const limit = bind((c) => c.maxRows + 1);
+  const partTexts = plan.parts.map((part, p) => {
+    from = [];
+    where = [];
+    lastPlaced = "";
+    part.steps.forEach((step, index) => walkStep(step, index, part.steps));
+    const [walkFrom, walkWhere] = [from.join(" "), where.join(" and ")];
+    const columns: string[] = [];
+    const unpivot: string[] = [];
+    const ordering: string[] = [];
+    plan.labels.forEach((label, i) => {
+      if (partOf.get(label.name) !== p) return;
+      const entity = entities.get(label.name);
+      if (entity !== undefined) {
+        columns.push(`${entity.alias}.id as c${i}`, `${entity.alias}.key as k${i}`, `${entity.alias}.attributes as a${i}`);
+        ordering.push(`k${i}`, `c${i}`);
+        unpivot.push(`(${i}, m.c${i}, m.k${i}, m.a${i}, null::jsonb)`);
+      } else {
+        columns.push(`${valueColumns.get(label.name)} as c${i}`);
+        unpivot.push(`(${i}, null::uuid, null::text, null::jsonb, m.c${i})`);
+      }
+    });
+    // A part is walked only once every part before it has a row: with one empty, so is the answer.
+    // And only as far as the product can stay within the limit: with P rows before it, a part's
+    // row past maxRows / P is a product past the limit, the walk's last.
+    const after = p === 0 ? "" : ` and exists (select 1 from m${p - 1})`;
+    const rowsBefore = plan.parts.slice(0, p).map((_, q) => `(select count(*) from m${q})::numeric`);
+    const partLimit = p === 0 ? limit : `(select floor(${bind((c) => c.maxRows)}::numeric / greatest(${rowsBefore.join(" * ")}, 1))::bigint + 1)`;
+    return {
+      walk: (gate?: string) =>
+        `m${p} as materialized (select *, row_number() over (order by ${ordering.join(", ")}) as rn from (select ${columns.join(", ")} ` +
+        `from ${walkFrom} where ${walkWhere}${gate === undefined ? "" : " and (select current from g)"}${after} limit ${partLimit}) r)`,
+      unpivoted: `select m.rn, v.* from m${p} m cross join lateral (values ${unpivot.join(", ")}) v(label, id, key, attributes, value)`,
+    };
+  });
+  // The answer's rows are the product of the parts' rows, and it is never built: its size is the
+  // product of their counts (exact unless a walk stopped past the limit), so a product past it is
+  // the row-limit problem at once; and a label's distinct entities and values, in the order of the
+  // first product row each is in, are those of its part in the order of the part's first row (the
+  // product's rows are ordered by the labels' columns, and a part's columns can take their least
+  // values independently of the others').
+  const matches = `least(${plan.parts.map((_, p) => `(select count(*) from m${p})::numeric`).join(" * ")}, ${limit})::int`;
+  // The distinct entities and values of each label, each with the first match row of its part it
+  // is in. One aggregate over the match rows unpivoted (a VALUES list per row), not one per label:
+  // the embedded database plans the statement at every run (PostgreSQL's graph pool once per
   // connection), and seven GROUP BYs under a UNION ALL cost more to plan than the walk itself.
   // An entity's key and attributes follow from its id; they are grouped on only to be carried.
+  // Only for an answer within the limit: a row of `n` alone carries the count otherwise.
   const distinct =
-    `select v.label, v.id, v.key, v.attributes, v.value, min(m.rn) as first from m cross join lateral (values ${unpivot.join(", ")}) ` +
-    `v(label, id, key, attributes, value) group by v.label, v.id, v.key, v.attributes, v.value`;
-  const limit = bind((c) => c.maxRows + 1);
-  // The gate, when there is one, is a CTE read by the walk as a one-time filter (an InitPlan) and
+    `select v.label, v.id, v.key, v.attributes, v.value, min(v.rn) as first from (${partTexts.map((t) => t.unpivoted).join(" union all ")}) v ` +
+    `where (select matches from n) between 1 and ${bind((c) => c.maxRows)} group by v.label, v.id, v.key, v.attributes, v.value`;
+  // The gate, when there is one, is a CTE read by the walks as a one-time filter (an InitPlan) and
   // by the outer select, so it is evaluated once; a LATERAL wrapper around the whole statement
-  // costs more than twice as much to plan.
+  // costs more than twice as much to plan. Every statement answers at least the row of `n`, with
+  // a null label.
   const statementText = (gate?: string) => {
-    const matchSql =
-      `select *, row_number() over (order by ${ordering.join(", ")}) as rn from (select ${columns.join(", ")} ` +
-      `from ${from.join(" ")} where ${where.join(" and ")}${gate === undefined ? "" : " and (select current from g)"} limit ${limit}) r`;
-    const outputColumns = `u.id, u.key, u.attributes, u.value, (select count(*)::int from m) as matches, u.first`;
+    const walks = partTexts.map((t) => t.walk(gate)).join(", ");
+    const outputColumns = `u.id, u.key, u.attributes, u.value, n.matches, u.first`;
     return gate === undefined
-      ? `with m as (${matchSql}) select u.label, ${outputColumns} from (${distinct}) u order by u.label, u.first`
-      : `with g as (select (${gate}) as current), m as (${matchSql}) ` +
-          `select g.current, u.label, ${outputColumns} from g left join (${distinct}) u on true order by u.label, u.first`;
+      ? `with ${walks}, n as (select ${matches} as matches) select u.label, ${outputColumns} from n left join (${distinct}) u on true order by u.label, u.first`
+      : `with g as (select (${gate}) as current), ${walks}, n as (select ${matches} as matches) ` +
+          `select g.current, u.label, ${outputColumns} from g cross join n left join (${distinct}) u on true order by u.label, u.first`;
   };
   const visits = bind((c) => c.maxVisits ?? Number.MAX_SAFE_INTEGER);
   const number = (text: string) => {

@@ -22,8 +22,9 @@ export interface QueryLimits {
   failureCode?: Extract<ProblemCode, "TRANSFORM_FAILED" | "CALCULATION_FAILED">;
 }
 
+/** A row of the statement: an entity or value of a label, or (label null) only the count of match rows. */
 interface OutputRow extends Partial<EntityRow> {
-  label: number;
+  label: number | null;
   value: unknown;
   matches: number;
 }
@@ -43,8 +44,8 @@ export interface DefinitionGuard {
   updatedAt: string;
 }
 
-/** A row of the guarded statement: with no match row, the guard's own row has no label. */
-type GuardedRow = Omit<OutputRow, "label"> & { label: number | null; current: boolean };
+/** A row of the guarded statement: the gate's value with each. */
+type GuardedRow = OutputRow & { current: boolean };
 
 /**
  * Runs a compiled query in the caller's tenant, as one statement within its limits (the backend's
@@ -74,9 +75,9 @@ export async function executeGuardedQuery(
   limits: QueryLimits,
   guard: DefinitionGuard,
 ): Promise<QueryOutput | undefined> {
-  const rows = (await runStatement(session, compiled, tenant, params, limits, guard)) as unknown as GuardedRow[];
+  const rows = (await runStatement(session, compiled, tenant, params, limits, guard)) as GuardedRow[];
   if (rows[0]?.current !== true) return undefined;
-  return outputOf(compiled, rows[0].label === null ? [] : (rows as OutputRow[]), limits);
+  return outputOf(compiled, rows, limits);
 }
 
 /**
@@ -141,6 +142,7 @@ function outputOf(compiled: CompiledQuery, rows: OutputRow[], limits: QueryLimit
   const output: QueryOutput = {};
   for (const label of compiled.labels) output[label.name] = [];
   for (const row of rows) {
+    if (row.label === null) continue;
     const label = compiled.labels[row.label]!;
     const values = output[label.name]!;
     if (label.kind === "value") values.push(row.value);

@@ -53,6 +53,18 @@ export interface JoinPlan {
   parameters: string[];
   /** The entity labels, in the order they are declared. */
   entities: PlannedEntity[];
+  /**
+   * The independent parts of the pattern (its connected components: statements linked by a shared
+   * label), each walked once on its own; the answer is their product. Ordered by their starting
+   * entities, most selective first.
+   */
+  parts: PlanPart[];
+}
+
+/** A connected part of the pattern and its walk. */
+export interface PlanPart {
+  /** Its entity labels, in the order the walk places them. */
+  entities: string[];
   steps: PlanStep[];
 }
 
@@ -133,7 +145,7 @@ export function planJoins(query: Query): JoinPlan {
   const useKey = (u: ValueUse) => `${u.label}\u0000${u.owner}\u0000${u.clause.kind === "key" ? "" : `attribute:${u.clause.name}`}`;
   sortBy(valueUses, useKey);
 
-  const steps: PlanStep[] = [];
+  let steps: PlanStep[] = [];
   const placed = new Set<string>();
   const bound = new Set<string>();
   const sourceOf = (use: ValueUse): ValueSource => (use.clause.kind === "key" ? { kind: "key" } : { kind: "attribute", name: use.clause.name });
@@ -179,33 +191,40 @@ export function planJoins(query: Query): JoinPlan {
     valueUses.filter((u) => u.owner === e.name && (bound.has(u.label) || placed.has(u.label))).length * SELECTIVITY_ATTRIBUTE;
   const startOf = (candidates: PlannedEntity[]) =>
     candidates.reduce((best, e) => (joinable(e) !== joinable(best) ? (joinable(e) > joinable(best) ? e : best) : before(e, best) ? e : best));
-  while (placed.size < entities.size) {
-    place({ kind: "find", entity: startOf([...entities.values()].filter((e) => !placed.has(e.name))).name });
-    for (;;) {
-      // Links whose both ends are placed are checked at once; they cannot multiply rows.
-      for (let i = 0; i < pending.length; ) {
-        const link = pending[i]!;
-        if (!placed.has(link.from) || !placed.has(link.to)) {
-          i++;
+  const parts: PlanPart[] = [];
+  for (const component of componentsOf([...entities.keys()], links, valueUses).map((names) => names.map((n) => entities.get(n)!))
+    .sort((x, y) => (before(bestOf(x), bestOf(y)) ? -1 : 1))) {
+    steps = [];
+    const start = placed.size;
+    while (component.some((e) => !placed.has(e.name))) {
+      place({ kind: "find", entity: startOf(component.filter((e) => !placed.has(e.name))).name });
+      for (;;) {
+        // Links whose both ends are placed are checked at once; they cannot multiply rows.
+        for (let i = 0; i < pending.length; ) {
+          const link = pending[i]!;
+          if (!placed.has(link.from) || !placed.has(link.to)) {
+            i++;
+            continue;
+          }
+          pending.splice(i, 1);
+          steps.push({ kind: "check", link });
+        }
+        const frontier = pending.filter((link) => placed.has(link.from) !== placed.has(link.to));
+        if (frontier.length === 0) break;
+        const next = bestOf(frontier.map((link) => entities.get(placed.has(link.from) ? link.to : link.from)!));
+        if (score(next) > 1) {
+          // An entity with constants is found through its own index, and its links are then only
+          // checked: driving it from a neighbour would walk every link of that neighbour (a tenant's
+          // index set links to all of its agreements).
+          place({ kind: "find", entity: next.name });
           continue;
         }
-        pending.splice(i, 1);
-        steps.push({ kind: "check", link });
+        const link = frontier.find((l) => l.from === next.name || l.to === next.name)!;
+        pending.splice(pending.indexOf(link), 1);
+        place({ kind: "follow", link, forward: placed.has(link.from), entity: next.name });
       }
-      const frontier = pending.filter((link) => placed.has(link.from) !== placed.has(link.to));
-      if (frontier.length === 0) break;
-      const next = bestOf(frontier.map((link) => entities.get(placed.has(link.from) ? link.to : link.from)!));
-      if (score(next) > 1) {
-        // An entity with constants is found through its own index, and its links are then only
-        // checked: driving it from a neighbour would walk every link of that neighbour (a tenant's
-        // index set links to all of its agreements).
-        place({ kind: "find", entity: next.name });
-        continue;
-      }
-      const link = frontier.find((l) => l.from === next.name || l.to === next.name)!;
-      pending.splice(pending.indexOf(link), 1);
-      place({ kind: "follow", link, forward: placed.has(link.from), entity: next.name });
     }
+    parts.push({ entities: [...placed].slice(start), steps });
   }
 
   return {
@@ -215,8 +234,33 @@ export function planJoins(query: Query): JoinPlan {
     }),
     parameters: [...parameters],
     entities: [...entities.values()].map(({ name, type, keys, attributes }) => ({ name, type, keys, attributes })),
-    steps,
+    parts,
   };
+}
+
+/**
+ * The connected components of the pattern: entity labels linked by a link, or by a value label or
+ * an entity label used as a value in both. Each is a list of entity labels.
+ */
+function componentsOf(names: string[], links: PlannedLink[], valueUses: ValueUse[]): string[][] {
+  const parent = new Map<string, string>();
+  const root = (name: string): string => {
+    const up = parent.get(name) ?? name;
+    if (up === name) return name;
+    const top = root(up);
+    parent.set(name, top);
+    return top;
+  };
+  const join = (a: string, b: string) => parent.set(root(a), root(b));
+  for (const link of links) join(link.from, link.to);
+  for (const use of valueUses) join(use.owner, use.label);
+  const components = new Map<string, string[]>();
+  for (const name of names) {
+    const component = components.get(root(name));
+    if (component === undefined) components.set(root(name), [name]);
+    else component.push(name);
+  }
+  return [...components.values()];
 }
 
 /** The relation of a link clause, once its target is known to be an entity. */
