@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
 import { setImmediate } from "node:timers/promises";
-import { rawRows } from "../db/backend.js";
+import { rawRows, type Statement } from "../db/backend.js";
 import { storageOf } from "../db/storage.js";
 import { errorText } from "../errors.js";
 
@@ -44,21 +44,36 @@ export function utcDay(t: number): string {
   return new Date(Math.floor(t / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
 }
 
-/** Marks the UTC days of the events written (item ids with their timestamps in ms), each once. */
-export async function markWritten(knex: Knex, tenant: string, events: { itemId: string; t: number }[]): Promise<void> {
+/** The items and UTC days of the events written, each pair once, as two columns (cheapest for events in key order: item, then time). */
+export function writtenDays(events: readonly { itemId: string; timestamp: Date }[]): { items: string[]; days: string[] } {
   const seen = new Set<string>();
   const items: string[] = [];
   const days: string[] = [];
-  for (const { itemId, t } of events) {
-    const day = Math.floor(t / DAY_MS);
+  let lastItem: string | undefined;
+  let lastDay = Number.NaN;
+  for (const { itemId, timestamp } of events) {
+    const day = Math.floor(timestamp.getTime() / DAY_MS);
+    if (itemId === lastItem && day === lastDay) continue;
+    lastItem = itemId;
+    lastDay = day;
     const key = `${itemId}/${day}`;
     if (seen.has(key)) continue;
     seen.add(key);
     items.push(itemId);
-    days.push(utcDay(t));
+    days.push(utcDay(day * DAY_MS));
   }
-  if (items.length === 0) return;
-  await knex.raw("insert into rollup_dirty (tenant, item_id, day) select ?, m.item_id, m.day from unnest(?::uuid[], ?::date[]) as m(item_id, day)", [tenant, items, days]);
+  return { items, days };
+}
+
+/**
+ * The member `marked` of a statement's `WITH`, which marks the days written ({@link writtenDays}):
+ * a write of events marks them in its own transaction, here in the same statement as its probe.
+ */
+export function markingMember(tenant: string, written: { items: string[]; days: string[] }): Statement {
+  return {
+    sql: "marked as (insert into rollup_dirty (tenant, item_id, day) select ?, m.item_id, m.day from unnest(?::uuid[], ?::date[]) as m(item_id, day))",
+    bindings: [tenant, written.items, written.days],
+  };
 }
 
 /** Deletes an item's events in `[from, to)` and marks the days of those it deleted; the count deleted. */
