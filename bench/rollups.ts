@@ -7,12 +7,12 @@
  *  2. the same portfolio queries on a tenant with twice the events per bucket (7.5-minute events)
  *     against one with 15-minute events (goal: within ±20 %);
  *  3. ingest through the service (ingestEvents, what `POST /events` runs: events plus the rollups'
- *     marks) next to `COPY … (FORMAT binary)` of the same rows, COPY before and after (goal ≥ 0.6×);
+ *     marks) next to `COPY … (FORMAT binary)` of the same rows, in rounds after a warm-up (goal ≥ 0.6×);
  *     then the time the background reconcile takes to roll those rows up;
  *  4. the embedded database: the portfolio queries against its raw GROUP BY, and its ingest.
  *
  *   npm run build && node dist/bench/rollups.js [--items=1000] [--runs=15] [--raw-runs=3] [--dense-items=100]
- *     [--ingest-items=100] [--ingest-days=31] [--embedded-items=20] [--parts=portfolio,dense,ingest,embedded]
+ *     [--ingest-items=100] [--ingest-days=31] [--ingest-runs=5] [--embedded-items=20] [--parts=portfolio,dense,ingest,embedded]
  *     [--database-url=postgres://postgres@127.0.0.1:5432/bench_rollups]
  *
  * The database of --database-url is made when missing; a tenant seeded by an earlier run with the
@@ -29,7 +29,7 @@ import { ingestEvents } from "../src/timeseries/ingest.js";
 import { drainMarks } from "../src/timeseries/rollup-store.js";
 import { TimeSeries } from "../src/timeseries/service.js";
 import { binaryCopy, type IngestRow } from "./binary-copy.js";
-import { option, percentile, timeRuns } from "./harness.js";
+import { cpuBetween, cpuSnapshot, option, percentile, timeRuns } from "./harness.js";
 
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/bench_rollups");
 const items = Number(option("items", "1000"));
@@ -38,6 +38,7 @@ const rawRuns = Number(option("raw-runs", "3"));
 const denseItems = Number(option("dense-items", "100"));
 const ingestItems = Number(option("ingest-items", "100"));
 const ingestDays = Number(option("ingest-days", "31"));
+const ingestRuns = Number(option("ingest-runs", "5"));
 const embeddedItems = Number(option("embedded-items", "20"));
 const parts = option("parts", "portfolio,dense,ingest,embedded").split(",");
 const ZONES = ["UTC", "Europe/Brussels"];
@@ -139,42 +140,80 @@ async function portfolio(db: Database, tenant: string, ids: string[], label: str
   return times;
 }
 
-/** Ingest through the service vs COPY of the same rows (COPY before and after), then the reconcile of what the service wrote. */
+/**
+ * Ingest through the service vs COPY of the same rows, in `--ingest-runs` rounds after a round of
+ * warm-up (this process's code compiled, as in a service that has been running): each round COPYs
+ * the rows into a fresh tenant and ingests them into another, COPY first in odd rounds and second in
+ * even ones, its ratio measured within the round, with the CPU each side took (this process and the
+ * database's backends: the ratio the machine's other load does not set). Then the reconcile of
+ * what the service wrote.
+ */
 async function ingest(db: Database): Promise<void> {
-  const tenant = `bench-ingest-${randomUUID().slice(0, 8)}`;
+  const run = randomUUID().slice(0, 8);
   const ids = Array.from({ length: ingestItems }, () => randomUUID());
   const start = Date.UTC(2026, 0, 1);
   // A portfolio's feed: every item's reading of each quarter hour, time after time.
   const rows: IngestRow[] = [];
   for (let q = 0; q < ingestDays * 96; q++) for (let k = 0; k < ingestItems; k++) rows.push({ itemId: ids[k], timestamp: new Date(start + q * 900_000).toISOString(), value: (q * 7 + k) % 1000 / 8, sourceId: "" });
-  const copy = async (copyTenant: string) => {
+  const backends = `postgres ${new URL(databaseUrl).pathname.slice(1)}`;
+  /** Wall and CPU ms of `work`. */
+  const measured = async (work: () => Promise<void>) => {
+    const cpu = cpuSnapshot();
+    const t = performance.now();
+    await work();
+    const ms = performance.now() - t;
+    const spent = cpuBetween(cpu, cpuSnapshot());
+    return { ms, cpu: (spent.get("this process") ?? 0) + (spent.get(backends) ?? 0) };
+  };
+  const copy = async (tenant: string) => {
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
-    const t = performance.now();
-    await pipeline(Readable.from(binaryCopy(copyTenant, ids[0]!, rows)), client.query(copyFrom("COPY events (tenant, item_id, ts, source_id, value) FROM STDIN WITH (FORMAT binary)")));
-    const ms = performance.now() - t;
+    const m = await measured(() => pipeline(Readable.from(binaryCopy(tenant, ids[0]!, rows)), client.query(copyFrom("COPY events (tenant, item_id, ts, source_id, value) FROM STDIN WITH (FORMAT binary)"))));
     await client.end();
-    return ms;
+    return m;
+  };
+  const service = async (tenant: string) => {
+    await db.knex("entities").insert(ids.map((id, k) => ({ tenant, id, type: "Item", key: `i${k}`, attributes: "{}" })));
+    return measured(async () => {
+      if ((await ingestEvents(db.knex, tenant, rows)).stored !== rows.length) throw new Error("the service stored too few rows");
+    });
   };
   await db.knex.raw("select events_month_partition(m) from generate_series(timestamp '2026-01-01', timestamp '2026-03-01', interval '1 month') m");
-  const before = await copy(`${tenant}-copy-before`);
-  await db.knex("entities").insert(ids.map((id, k) => ({ tenant, id, type: "Item", key: `i${k}`, attributes: "{}" })));
-  let t = performance.now();
-  const result = await ingestEvents(db.knex, tenant, rows);
-  const service = performance.now() - t;
-  if (result.stored !== rows.length) throw new Error("the service stored too few rows");
-  const after = await copy(`${tenant}-copy-after`);
-  const marks = Number((await db.knex("rollup_dirty").where({ tenant }).count("* as n"))[0]!.n);
-  t = performance.now();
+  const tenants: string[] = [];
+  const serviceTenants: string[] = [];
+  const round = async (k: number) => {
+    const [c, s] = [`bench-ingest-${run}-${k}-copy`, `bench-ingest-${run}-${k}`];
+    tenants.push(c, s);
+    serviceTenants.push(s);
+    if (k % 2 === 1) {
+      const copied = await copy(c);
+      return { copied, served: await service(s) };
+    }
+    const served = await service(s);
+    return { copied: await copy(c), served };
+  };
+  const line = (label: string, { copied, served }: Awaited<ReturnType<typeof round>>) =>
+    `${label}: COPY ${copied.ms.toFixed(0)} ms (CPU ${copied.cpu} ms), service ${served.ms.toFixed(0)} ms (CPU ${served.cpu} ms): ${(copied.ms / served.ms).toFixed(2)}x the throughput of COPY (CPU ${(copied.cpu / served.cpu).toFixed(2)}x)`;
+  console.log(`ingest ${rows.length.toLocaleString("en")} events (${ingestItems} items × ${ingestDays} days), ${line("warm-up round", await round(0))}`);
+  const rounds: Awaited<ReturnType<typeof round>>[] = [];
+  for (let k = 1; k <= ingestRuns; k++) {
+    rounds.push(await round(k));
+    console.log(`  ${line(`round ${k}`, rounds[k - 1]!)}`);
+  }
+  const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const rate = (ms: number) => Math.round(rows.length / (ms / 1000)).toLocaleString("en");
+  const serviceMs = median(rounds.map((r) => r.served.ms));
+  const marks = Number((await db.knex("rollup_dirty").whereIn("tenant", serviceTenants).count("* as n"))[0]!.n);
+  const t = performance.now();
   await drainMarks(db.knex);
   const reconcile = performance.now() - t;
-  const copyMs = (before + after) / 2;
-  const rate = (ms: number) => Math.round(rows.length / (ms / 1000)).toLocaleString("en");
+  const reconciled = rows.length * serviceTenants.length;
   console.log(
-    `ingest ${rows.length.toLocaleString("en")} events (${ingestItems} items × ${ingestDays} days): COPY ${before.toFixed(0)} / ${after.toFixed(0)} ms, service ${service.toFixed(0)} ms (${rate(service)} events/s, ${marks} marks): ` +
-      `${(copyMs / service).toFixed(2)}x the throughput of COPY; the background reconcile then took ${reconcile.toFixed(0)} ms (${rate(reconcile)} events/s)`,
+    `ingest, median of ${ingestRuns} rounds: ${median(rounds.map((r) => r.copied.ms / r.served.ms)).toFixed(2)}x the throughput of COPY (COPY ${median(rounds.map((r) => r.copied.ms)).toFixed(0)} ms, ` +
+      `service ${serviceMs.toFixed(0)} ms, ${rate(serviceMs)} events/s); the background reconcile of the ${serviceTenants.length} uploads' ${marks} marks then took ${reconcile.toFixed(0)} ms ` +
+      `(${Math.round(reconciled / (reconcile / 1000)).toLocaleString("en")} events/s)`,
   );
-  for (const table of ["events", "entities", "rollup_cells", "rollup_periods", "rollup_dirty", "rollup_zones"]) await db.knex(table).whereIn("tenant", [tenant, `${tenant}-copy-before`, `${tenant}-copy-after`]).del();
+  for (const table of ["events", "entities", "rollup_cells", "rollup_periods", "rollup_dirty", "rollup_zones"]) await db.knex(table).whereIn("tenant", tenants).del();
 }
 
 async function embedded(): Promise<void> {

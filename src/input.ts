@@ -8,9 +8,16 @@ import type { ProblemDetail } from "./errors.js";
 export const UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
 export const UUID = new RegExp(UUID_PATTERN);
 
-/** True for a plain uuid (either case). */
+/** True for a plain uuid (either case): {@link UUID}, read character by character (once per ingested event, faster than the expression). */
 export function isUuid(value: unknown): value is string {
-  return typeof value === "string" && UUID.test(value);
+  if (typeof value !== "string" || value.length !== 36) return false;
+  for (let k = 0; k < 36; k++) {
+    const c = value.charCodeAt(k);
+    if (k === 8 || k === 13 || k === 18 || k === 23) {
+      if (c !== 45 /* - */) return false;
+    } else if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70))) return false;
+  }
+  return true;
 }
 
 /** The longest `externalId` of an API or calculation definition, in the body and as a path parameter alike (ASCII: characters are bytes). */

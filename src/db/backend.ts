@@ -26,12 +26,13 @@ export interface Backend {
    */
   walk<Row>(session: GraphSession, walk: Walk, limits: WalkLimits): Promise<Row[]>;
   /**
-   * Writes a batch of rows in the transaction `trx`, as they are: a row whose key is stored
-   * already fails the write with a unique violation (23505). PostgreSQL COPYs the batch into the
-   * table; the embedded database, which has no COPY from a client, inserts it in statements of
-   * bounded size, the event loop turning between two.
+   * Writes a batch of rows in the transaction `trx`, as they are, under a savepoint: true when
+   * written; false, with none of them written and the transaction going on, when a row's key is
+   * stored already (a unique violation, 23505). PostgreSQL COPYs the batch into the table, the
+   * savepoint in the same round trip; the embedded database, which has no COPY from a client,
+   * inserts it in statements of bounded size, the event loop turning between two.
    */
-  appendRows(trx: Knex, batch: RowBatch): Promise<void>;
+  appendRows(trx: Knex, batch: RowBatch): Promise<boolean>;
   /** Writes a batch of rows in the transaction `trx`, `onConflict` (an `on conflict …` clause) deciding for a key stored already. */
   upsertRows(trx: Knex, batch: RowBatch, onConflict: string): Promise<void>;
 }
@@ -69,8 +70,8 @@ export interface RowBatch {
   columns: string;
   /** How many rows. */
   size: number;
-  /** The rows as CSV text (COPY's `format csv`), in chunks of whole lines. */
-  csv(): Iterable<string>;
+  /** The rows in COPY's binary format (src/db/copy-binary.ts), in buffers of about 64 KiB. */
+  copy(): Iterable<Buffer>;
   /** Rows `[from, to)` as a `select` of bindings. */
   select(from: number, to: number): Statement;
 }

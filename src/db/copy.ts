@@ -15,8 +15,8 @@ export async function copyFromStdin(knex: Knex, statement: string, lines: Iterab
   return true;
 }
 
-/** {@link copyFromStdin} on a knex known to be on PostgreSQL (its driver's client, patched or not). */
-export function copyLines(knex: Knex, statement: string, lines: Iterable<string>): Promise<void> {
+/** {@link copyFromStdin} on a knex known to be on PostgreSQL (its driver's client, patched or not); the data as text or as buffers (binary COPY). */
+export function copyLines(knex: Knex, statement: string, lines: Iterable<string | Buffer>): Promise<void> {
   return withConnection(knex, (connection) => boundedCopy(connection, statement, lines));
 }
 
@@ -26,7 +26,7 @@ export function copyLines(knex: Knex, statement: string, lines: Iterable<string>
  * waited a second read time-out behind the lost answer (a CI run saw a frozen database cost twice
  * the bound). Here, as in PostgresClient, a COPY that got no answer drops its connection.
  */
-async function boundedCopy(connection: PgConnection, statement: string, lines: Iterable<string>): Promise<void> {
+async function boundedCopy(connection: PgConnection, statement: string, lines: Iterable<string | Buffer>): Promise<void> {
   try {
     await pipeline(Readable.from(lines), connection.query(copyFrom(statement)));
   } catch (err) {

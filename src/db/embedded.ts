@@ -12,7 +12,7 @@ import { migrate } from "./migrate.js";
 import { embeddedNotifications } from "./notifications.js";
 import type { Database, DatabaseOptions, GraphSession } from "./options.js";
 import { keepStatisticsFresh } from "./statistics.js";
-import { errorText } from "../errors.js";
+import { errorText, isUniqueViolation } from "../errors.js";
 
 /**
  * Rows per statement on the embedded database. PGlite runs a statement on this thread, in one go: a
@@ -130,8 +130,18 @@ export const embeddedBackend: Backend = {
     });
   },
 
-  appendRows(trx: Knex, batch: RowBatch) {
-    return insertInSlices(trx, batch, "");
+  async appendRows(trx: Knex, batch: RowBatch) {
+    await trx.raw("savepoint append_rows");
+    try {
+      await insertInSlices(trx, batch, "");
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      await trx.raw("rollback to savepoint append_rows");
+      await trx.raw("release savepoint append_rows");
+      return false;
+    }
+    await trx.raw("release savepoint append_rows");
+    return true;
   },
 
   upsertRows(trx: Knex, batch: RowBatch, onConflict: string) {

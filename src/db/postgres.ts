@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { isUniqueViolation } from "../errors.js";
 import { rawRows, type Backend, type RowBatch, type Walk, type WalkLimits } from "./backend.js";
 import { copyLines } from "./copy.js";
 import { assembleDatabase, boundedPing } from "./lifecycle.js";
@@ -63,9 +64,18 @@ export const postgresBackend: Backend = {
     });
   },
 
-  // COPY writes a page of rows per WAL record, INSERT one record per row.
+  // COPY writes a page of rows per WAL record, INSERT one record per row. The savepoint, the COPY
+  // and the release travel as one simple query (the server runs its statements in turn, the COPY
+  // taking the data in between): one round trip a batch instead of three.
   async appendRows(trx: Knex, batch: RowBatch) {
-    await copyLines(trx, `copy ${batch.table} (${batch.columns}) from stdin with (format csv)`, batch.csv());
+    try {
+      await copyLines(trx, `savepoint append_rows; copy ${batch.table} (${batch.columns}) from stdin with (format binary); release savepoint append_rows`, batch.copy());
+      return true;
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      await trx.raw("rollback to savepoint append_rows; release savepoint append_rows");
+      return false;
+    }
   },
 
   // COPY into a temporary staging table, then one INSERT … SELECT … ON CONFLICT from it.
@@ -73,7 +83,7 @@ export const postgresBackend: Backend = {
     const staging = `${batch.table}_staging`;
     await trx.raw(`create temporary table if not exists ${staging} (like ${batch.table}) on commit drop`);
     await trx.raw(`truncate ${staging}`);
-    await copyLines(trx, `copy ${staging} (${batch.columns}) from stdin with (format csv)`, batch.csv());
+    await copyLines(trx, `copy ${staging} (${batch.columns}) from stdin with (format binary)`, batch.copy());
     await trx.raw(`insert into ${batch.table} (${batch.columns}) select ${batch.columns} from ${staging} ${onConflict}`);
   },
 };

@@ -1,6 +1,5 @@
 import { DateTime } from "luxon";
-import { depthFault, INSTANT_RANGE_TEXT, inputFaults, inputSound, instantInRange, isUuid, MAX_INSTANT_MS, MIN_INSTANT_MS, TEXT_MAX_BYTES, tooManyBytes, utf8Bytes } from "../input.js";
-import { civilFromDays } from "./calendar.js";
+import { depthFault, INSTANT_RANGE_TEXT, inputFaults, inputSound, instantInRange, isUuid, TEXT_MAX_BYTES, tooManyBytes, utf8Bytes } from "../input.js";
 import { UnreadableRow } from "./upload.js";
 
 /** An event as ingested (contract §4), its item known. */
@@ -106,29 +105,6 @@ export function canonicalInstant(text: string): number | undefined {
   return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis;
 }
 
-const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, "0"));
-const THREE_DIGITS = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, "0"));
-const DAY_MS = 86_400_000;
-
-/**
- * `date.toISOString()`, the same text, written three times faster for the years 1000–9999 (the
- * ingest path writes every event's timestamp as text for COPY); other years go to toISOString.
- */
-export function isoText(date: Date): string {
-  const ms = date.getTime();
-  if (!(ms >= MIN_INSTANT_MS && ms <= MAX_INSTANT_MS)) return date.toISOString();
-  const days = Math.floor(ms / DAY_MS);
-  let rest = ms - days * DAY_MS;
-  const { year, month, day } = civilFromDays(days);
-  const hour = Math.floor(rest / 3_600_000);
-  rest -= hour * 3_600_000;
-  const minute = Math.floor(rest / 60_000);
-  rest -= minute * 60_000;
-  const second = Math.floor(rest / 1000);
-  const two = TWO_DIGITS;
-  return `${two[Math.floor(year / 100)]}${two[year % 100]}-${two[month]}-${two[day]}T${two[hour]}:${two[minute]}:${two[second]}.${THREE_DIGITS[rest - second * 1000]}Z`;
-}
-
 function textMap(value: unknown): Record<string, string> | undefined {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
   const entries = Object.entries(value);
@@ -154,6 +130,9 @@ export function rangeBoundMillis(text: string, flooredMillis: number): number {
  * would otherwise replace each other (shared/SEMANTICS.md, "Edges, fixed").
  */
 function ingestedInstant(field: string, value: unknown): Date | ParsedEvent {
+  // The form toISOString writes (nearly every upload's) has no digit past the millisecond.
+  const canonical = typeof value === "string" ? canonicalInstant(value) : undefined;
+  if (canonical !== undefined) return instantInRange(canonical) ? new Date(canonical) : outOfRange(field, value);
   const at = instant(value);
   if (at === undefined) return { ok: false, field, message: `${field} ${JSON.stringify(value)} is not an ISO-8601 date-time` };
   if ((value as string).length >= 24 && FINER_THAN_MS.test(value as string)) {
@@ -198,13 +177,10 @@ export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, num
     if (!Array.isArray(e.tags) || !e.tags.every((t) => typeof t === "string")) return { ok: false, field: "tags", message: "tags must be an array of text" };
     tags = e.tags as string[];
   }
-  const maps: Record<"keyValues" | "tenantCodes", Record<string, string> | null> = { keyValues: null, tenantCodes: null };
-  for (const name of ["keyValues", "tenantCodes"] as const) {
-    if (e[name] === undefined || e[name] === null) continue;
-    const map = textMap(e[name]);
-    if (map === undefined) return { ok: false, field: name, message: `${name} must be an object of text values` };
-    maps[name] = map;
-  }
+  const keyValues = textMapField(e, "keyValues");
+  if (keyValues === undefined) return { ok: false, field: "keyValues", message: "keyValues must be an object of text values" };
+  const tenantCodes = textMapField(e, "tenantCodes");
+  if (tenantCodes === undefined) return { ok: false, field: "tenantCodes", message: "tenantCodes must be an object of text values" };
   let entityReferences: EventRecord["entityReferences"] = null;
   if (e.entityReferences !== undefined && e.entityReferences !== null) {
     const refs = e.entityReferences;
@@ -214,25 +190,26 @@ export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, num
     if (!valid) return { ok: false, field: "entityReferences", message: "entityReferences must be an array of { type, id, role? }" };
     entityReferences = refs as EventRecord["entityReferences"];
   }
-  const metas: Record<"entry" | "exit" | "from" | "to", Date | null> = { entry: null, exit: null, from: null, to: null };
-  for (const name of ["entry", "exit", "from", "to"] as const) {
-    if (e[name] === undefined || e[name] === null) continue;
-    const at = ingestedInstant(name, e[name]);
-    if (!(at instanceof Date)) return at;
-    metas[name] = at;
-  }
+  const entry = metaInstant(e, "entry");
+  if (entry !== null && !(entry instanceof Date)) return entry;
+  const exit = metaInstant(e, "exit");
+  if (exit !== null && !(exit instanceof Date)) return exit;
+  const from = metaInstant(e, "from");
+  if (from !== null && !(from instanceof Date)) return from;
+  const to = metaInstant(e, "to");
+  if (to !== null && !(to instanceof Date)) return to;
   return {
     ok: true,
-    event: {
-      itemId: itemId.toLowerCase(),
-      timestamp,
-      value,
-      sourceId: typeof e.sourceId === "string" ? e.sourceId : "",
-      tags,
-      keyValues: maps.keyValues,
-      tenantCodes: maps.tenantCodes,
-      entityReferences,
-      ...metas,
-    },
+    event: { itemId: itemId.toLowerCase(), timestamp, value, sourceId: typeof e.sourceId === "string" ? e.sourceId : "", tags, keyValues, tenantCodes, entityReferences, entry, exit, from, to },
   };
+}
+
+/** An event's map of text values, null when absent; undefined when it is not one. */
+function textMapField(e: Record<string, unknown>, name: "keyValues" | "tenantCodes"): Record<string, string> | null | undefined {
+  return e[name] === undefined || e[name] === null ? null : textMap(e[name]);
+}
+
+/** An event's optional instant (entry, exit, from, to), null when absent, or why it is refused. */
+function metaInstant(e: Record<string, unknown>, name: "entry" | "exit" | "from" | "to"): Date | ParsedEvent | null {
+  return e[name] === undefined || e[name] === null ? null : ingestedInstant(name, e[name]);
 }

@@ -1,12 +1,14 @@
 import { setImmediate } from "node:timers/promises";
 import type { Knex } from "knex";
 import { compareKeys, writeTransaction } from "../db/write-retry.js";
+import { BinaryCopyWriter, field, uuidBytes } from "../db/copy-binary.js";
+import { rawRows } from "../db/backend.js";
 import { storageOf, type RowBatch, type Statement } from "../db/storage.js";
-import { isUniqueViolation, ProblemError, type ProblemDetail } from "../errors.js";
+import { ProblemError, type ProblemDetail } from "../errors.js";
 import { itemIngestKinds } from "../graph/items.js";
 import { publishEvents, tenantWatched } from "../streams/publish.js";
-import { isoText, parseEvent, type EventRecord } from "./events.js";
-import { markWritten } from "./rollup-store.js";
+import { parseEvent, type EventRecord } from "./events.js";
+import { markingMember, writtenDays } from "./rollup-store.js";
 import type { Span } from "@opentelemetry/api";
 import { inSpan } from "../observe/tracing.js";
 
@@ -100,19 +102,24 @@ async function ingestInTransaction(trx: Knex.Transaction, tenant: string, rows: 
   };
   const flush = (full: Entry[]) => inSpan("ingest batch", { "ingest.rows": full.length }, (span) => writeBatch(full, span));
   const writeBatch = async (full: Entry[], span: Span) => {
-    const entries = inKeyOrder(full);
-    const refusals = await items.refusals(entries.map((e) => e.event.itemId));
-    const writable = entries.filter((e) => !refusals.has(e.event.itemId)).map((e) => e.event);
-    // Refusals are listed by row, as the caller wrote them: their order never depends on the ids.
-    const refused = entries.filter((e) => refusals.has(e.event.itemId)).sort((x, y) => x.row - y.row);
-    for (const { event, row } of refused) reject(row, "itemId", refusals.get(event.itemId)!);
+    const { entries, items: batchItems } = inKeyOrder(full);
+    const refusals = await items.refusals(batchItems);
+    let writable: EventRecord[];
+    let kept: EventRecord[];
+    if (refusals.size === 0 && items.allStored()) {
+      // Nearly every batch: every item may take events and keeps them.
+      writable = kept = entries.map((e) => e.event);
+    } else {
+      writable = entries.filter((e) => !refusals.has(e.event.itemId)).map((e) => e.event);
+      // Refusals are listed by row, as the caller wrote them: their order never depends on the ids.
+      const refused = entries.filter((e) => refusals.has(e.event.itemId)).sort((x, y) => x.row - y.row);
+      for (const { event, row } of refused) reject(row, "itemId", refusals.get(event.itemId)!);
+      kept = writable.filter((e) => items.isStored(e.itemId));
+    }
     if (rejectedTotal > 0 && !options.partial) return; // nothing will be kept: stop writing, keep checking
-    const kept = writable.filter((e) => items.isStored(e.itemId));
     const written = await writeEvents(trx, tenant, kept);
     span.setAttribute("ingest.stored", written);
     stored += written;
-    // The days written are marked for the rollups (rollup-store.ts), in the same transaction.
-    await markWritten(trx, tenant, kept.map((e) => ({ itemId: e.itemId, t: e.timestamp.getTime() })));
     streamed += writable.length - kept.length;
     watched ??= writable.length > 0 ? await tenantWatched(trx, tenant) : undefined;
     if (watched === true) await publishEvents(trx, tenant, writable);
@@ -179,17 +186,39 @@ interface Entry {
 /**
  * The batch sorted by key `(item, timestamp, sourceId)`, the order every upload writes (and so
  * locks) its events in, each key once: the same key twice in one statement is an error for
- * PostgreSQL, and the later row wins anyway (the sort is stable).
+ * PostgreSQL, and the later row wins anyway (the sort is stable). The rows are grouped by item in
+ * their order, the items sorted, then each item's rows sorted unless they are already: a feed
+ * sends each item's readings in time order, so most batches need no sort of their rows at all.
  */
-function inKeyOrder(batch: Entry[]): Entry[] {
-  batch.sort((x, y) => compareKeys(x.event.itemId, y.event.itemId) || x.t - y.t || compareKeys(x.event.sourceId, y.event.sourceId));
-  const unique: Entry[] = [];
-  for (let k = 0; k < batch.length; k++) {
-    const e = batch[k]!;
-    const next = batch[k + 1];
-    if (next === undefined || next.t !== e.t || next.event.itemId !== e.event.itemId || next.event.sourceId !== e.event.sourceId) unique.push(e);
+function inKeyOrder(batch: Entry[]): { entries: Entry[]; items: string[] } {
+  const byItem = new Map<string, Entry[]>();
+  for (const e of batch) {
+    const rows = byItem.get(e.event.itemId);
+    if (rows === undefined) byItem.set(e.event.itemId, [e]);
+    else rows.push(e);
   }
-  return unique;
+  const items = [...byItem.keys()].sort(compareKeys);
+  const entries: Entry[] = [];
+  for (const item of items) {
+    const rows = byItem.get(item)!;
+    if (!inTimeOrder(rows)) rows.sort(byTimeThenSource);
+    for (let k = 0; k < rows.length; k++) {
+      const e = rows[k]!;
+      const next = rows[k + 1];
+      if (next === undefined || next.t !== e.t || next.event.sourceId !== e.event.sourceId) entries.push(e);
+    }
+  }
+  return { entries, items };
+}
+
+function byTimeThenSource(x: Entry, y: Entry): number {
+  return x.t - y.t || compareKeys(x.event.sourceId, y.event.sourceId);
+}
+
+/** Whether one item's rows are in key order already. */
+function inTimeOrder(rows: Entry[]): boolean {
+  for (let k = 1; k < rows.length; k++) if (byTimeThenSource(rows[k - 1]!, rows[k]!) > 0) return false;
+  return true;
 }
 
 /** Why the item may not take events (none of the tenant's, or derived); null when it may. `kind`: its row, undefined when there is none. */
@@ -207,9 +236,9 @@ class ItemCheck {
     private readonly tenant: string,
   ) {}
 
-  /** Items of the list that may not take events, each with the reason. */
+  /** Items of the list (each once) that may not take events, each with the reason. */
   async refusals(itemIds: string[]): Promise<Map<string, string>> {
-    const unknown = [...new Set(itemIds)].filter((id) => !this.known.has(id));
+    const unknown = itemIds.filter((id) => !this.known.has(id));
     if (unknown.length > 0) {
       const found = await itemIngestKinds(this.knex, this.tenant, unknown);
       for (const id of unknown) {
@@ -230,6 +259,11 @@ class ItemCheck {
   isStored(itemId: string): boolean {
     return !this.notStored.has(itemId);
   }
+
+  /** Whether every item checked so far keeps its events. */
+  allStored(): boolean {
+    return this.notStored.size === 0;
+  }
 }
 
 const EVENT_COLUMNS = "tenant, item_id, ts, source_id, value, tags, key_values, tenant_codes, entity_references, meta_entry, meta_exit, meta_from, meta_to";
@@ -239,12 +273,13 @@ const UPSERT = `on conflict (tenant, item_id, ts, source_id) do update set
        meta_from = excluded.meta_from, meta_to = excluded.meta_to`;
 
 /**
- * Writes one batch. Most uploads append: every event is later than any stored for its item. Such
- * a batch is written under a savepoint without `ON CONFLICT`; `ON CONFLICT … DO UPDATE`, which
- * makes re-sending idempotent, is used only when a stored event may have the same key — or when
- * the plain write meets one anyway (a concurrent upload of the same events), after rolling back
- * to the savepoint. How the rows travel (COPY on PostgreSQL, arrays on the embedded database) is
- * the backend's choice (src/db/backend.ts).
+ * Writes one batch, its events in key order, and marks its days for the rollups (rollup-store.ts)
+ * in the same transaction. Most uploads append: every event is later than any stored for its item.
+ * Such a batch is written without `ON CONFLICT`; `ON CONFLICT … DO UPDATE`, which makes re-sending
+ * idempotent, is used only when a stored event may have the same key — or when the plain write
+ * meets one anyway (a concurrent upload of the same events) and was rolled back to its savepoint.
+ * How the rows travel (binary COPY on PostgreSQL, arrays on the embedded database) is the
+ * backend's choice (src/db/backend.ts).
  */
 async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): Promise<number> {
   if (events.length === 0) return 0;
@@ -253,53 +288,50 @@ async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): P
     table: "events",
     columns: EVENT_COLUMNS,
     size: events.length,
-    csv: () => csvLines(tenant, events),
+    copy: () => binaryRows(tenant, events),
     select: (from, to) => arraysOf(tenant, events.slice(from, to)),
   };
-  if (await appendsOnly(knex, tenant, events)) {
-    await knex.raw("savepoint ingest_batch");
-    try {
-      await storage.appendRows(knex, batch);
-      await knex.raw("release savepoint ingest_batch");
-      return events.length;
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-      await knex.raw("rollback to savepoint ingest_batch");
-    }
-  }
+  if ((await markAndProbe(knex, tenant, events)) && (await storage.appendRows(knex, batch))) return events.length;
   await storage.upsertRows(knex, batch, UPSERT);
   return events.length;
 }
 
-/** A CSV field: quoted, inner quotes doubled (an empty unquoted field is NULL). */
-function csvText(v: string): string {
-  return v.includes('"') ? `"${v.replace(/"/g, '""')}"` : `"${v}"`;
-}
+/** The fields of a row of {@link EVENT_COLUMNS}. */
+const EVENT_FIELDS = 13;
 
-function csvInstant(d: Date | null): string {
-  return d === null ? "" : isoText(d);
-}
-
-function csvJson(v: unknown): string {
-  return v === null || v === undefined ? "" : csvText(JSON.stringify(v));
-}
-
-/** The batch as CSV lines of {@link EVENT_COLUMNS}, in chunks of about 64 KiB. */
-function* csvLines(tenant: string, events: EventRecord[]): Generator<string> {
-  const tenantText = csvText(tenant);
-  let chunk = "";
+/** The batch in COPY's binary format, for the columns {@link EVENT_COLUMNS}. */
+function* binaryRows(tenant: string, events: EventRecord[]): Generator<Buffer> {
+  const out = new BinaryCopyWriter();
+  const tenantField = field(Buffer.from(tenant, "utf8"));
+  let item: string | undefined;
+  let itemField = tenantField;
   for (const e of events) {
-    chunk += `${tenantText},${e.itemId},${isoText(e.timestamp)},${csvText(e.sourceId)},${e.value},${e.tags === null ? "" : csvText(arrayLiteral(e.tags))},`;
-    chunk +=
-      e.keyValues === null && e.tenantCodes === null && e.entityReferences === null && e.entry === null && e.exit === null && e.from === null && e.to === null
-        ? ",,,,,,\n"
-        : `${csvJson(e.keyValues)},${csvJson(e.tenantCodes)},${csvJson(e.entityReferences)},${csvInstant(e.entry)},${csvInstant(e.exit)},${csvInstant(e.from)},${csvInstant(e.to)}\n`;
-    if (chunk.length > 65_536) {
-      yield chunk;
-      chunk = "";
+    out.row(EVENT_FIELDS);
+    out.raw(tenantField);
+    // In key order, a batch's events come item by item.
+    if (e.itemId !== item) itemField = field(uuidBytes((item = e.itemId)));
+    out.raw(itemField);
+    out.timestamptz(e.timestamp.getTime());
+    out.text(e.sourceId);
+    // −0 is stored as 0, as its text (and the embedded database's binding) writes it.
+    out.float8(e.value === 0 ? 0 : e.value);
+    if (e.tags === null && e.keyValues === null && e.tenantCodes === null && e.entityReferences === null && e.entry === null && e.exit === null && e.from === null && e.to === null) {
+      out.nulls(8);
+    } else {
+      if (e.tags === null) out.null();
+      else out.textArray(e.tags);
+      for (const json of [e.keyValues, e.tenantCodes, e.entityReferences]) {
+        if (json === null) out.null();
+        else out.jsonb(JSON.stringify(json));
+      }
+      for (const at of [e.entry, e.exit, e.from, e.to]) {
+        if (at === null) out.null();
+        else out.timestamptz(at.getTime());
+      }
     }
+    if (out.filled) yield* out.take();
   }
-  if (chunk !== "") yield chunk;
+  yield* out.end();
 }
 
 /** The batch as one array per column, unnested by the statement. */
@@ -336,17 +368,32 @@ function arrayLiteral(values: string[]): string {
   return `{${values.map((t) => `"${t.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(",")}}`;
 }
 
-/** Whether every event of the batch is later than every stored event of its item: one index probe per item. */
-async function appendsOnly(knex: Knex, tenant: string, events: EventRecord[]): Promise<boolean> {
-  const first = new Map<string, number>();
+/**
+ * Marks the batch's UTC days for the rollups and answers whether every event of the batch is later
+ * than every stored event of its item, in one statement: one index probe per item, for an event at
+ * or after its first in the batch, in the partitions from the batch's first instant on (pruned
+ * when the statement is planned). The events are in key order.
+ */
+async function markAndProbe(knex: Knex, tenant: string, events: EventRecord[]): Promise<boolean> {
+  const items: string[] = [];
+  const firsts: string[] = [];
+  let earliest = Number.POSITIVE_INFINITY;
+  let item: string | undefined;
   for (const e of events) {
-    const t = e.timestamp.getTime();
-    if (!(first.get(e.itemId)! <= t)) first.set(e.itemId, t);
+    if (e.itemId === item) continue;
+    item = e.itemId;
+    items.push(item);
+    firsts.push(e.timestamp.toISOString());
+    earliest = Math.min(earliest, e.timestamp.getTime());
   }
-  const { rows } = (await knex.raw(
-    `select bool_and(coalesce(s.first > (select max(e.ts) from events e where e.tenant = ? and e.item_id = s.item_id), true)) as append
-     from unnest(?::uuid[], ?::timestamptz[]) as s(item_id, first)`,
-    [tenant, [...first.keys()], [...first.values()].map((t) => new Date(t).toISOString())],
-  )) as { rows: { append: boolean }[] };
+  const marking = markingMember(tenant, writtenDays(events));
+  const rows = await rawRows<{ append: boolean }>(knex, {
+    sql: `with ${marking.sql}
+      select not exists (
+        select 1 from unnest(?::uuid[], ?::timestamptz[]) as s(item_id, first)
+        cross join lateral (select 1 from events e where e.tenant = ? and e.item_id = s.item_id and e.ts >= s.first and e.ts >= ? limit 1) as later
+      ) as append`,
+    bindings: [...marking.bindings, items, firsts, tenant, new Date(earliest).toISOString()],
+  });
   return rows[0]?.append === true;
 }

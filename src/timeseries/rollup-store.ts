@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
 import { setImmediate } from "node:timers/promises";
-import { rawRows } from "../db/backend.js";
+import { rawRows, type Statement } from "../db/backend.js";
 import { storageOf } from "../db/storage.js";
 import { errorText } from "../errors.js";
 
@@ -44,21 +44,36 @@ export function utcDay(t: number): string {
   return new Date(Math.floor(t / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
 }
 
-/** Marks the UTC days of the events written (item ids with their timestamps in ms), each once. */
-export async function markWritten(knex: Knex, tenant: string, events: { itemId: string; t: number }[]): Promise<void> {
+/** The items and UTC days of the events written, each pair once, as two columns (cheapest for events in key order: item, then time). */
+export function writtenDays(events: readonly { itemId: string; timestamp: Date }[]): { items: string[]; days: string[] } {
   const seen = new Set<string>();
   const items: string[] = [];
   const days: string[] = [];
-  for (const { itemId, t } of events) {
-    const day = Math.floor(t / DAY_MS);
+  let lastItem: string | undefined;
+  let lastDay = Number.NaN;
+  for (const { itemId, timestamp } of events) {
+    const day = Math.floor(timestamp.getTime() / DAY_MS);
+    if (itemId === lastItem && day === lastDay) continue;
+    lastItem = itemId;
+    lastDay = day;
     const key = `${itemId}/${day}`;
     if (seen.has(key)) continue;
     seen.add(key);
     items.push(itemId);
-    days.push(utcDay(t));
+    days.push(utcDay(day * DAY_MS));
   }
-  if (items.length === 0) return;
-  await knex.raw("insert into rollup_dirty (tenant, item_id, day) select ?, m.item_id, m.day from unnest(?::uuid[], ?::date[]) as m(item_id, day)", [tenant, items, days]);
+  return { items, days };
+}
+
+/**
+ * The member `marked` of a statement's `WITH`, which marks the days written ({@link writtenDays}):
+ * a write of events marks them in its own transaction, here in the same statement as its probe.
+ */
+export function markingMember(tenant: string, written: { items: string[]; days: string[] }): Statement {
+  return {
+    sql: "marked as (insert into rollup_dirty (tenant, item_id, day) select ?, m.item_id, m.day from unnest(?::uuid[], ?::date[]) as m(item_id, day))",
+    bindings: [tenant, written.items, written.days],
+  };
 }
 
 /** Deletes an item's events in `[from, to)` and marks the days of those it deleted; the count deleted. */
@@ -230,20 +245,41 @@ function slicesOf(days: { item: string; day: string }[], slices: number): CellRa
   return ranges;
 }
 
-/** Rebuilds the cells of the ranges from the events, a group of ranges per statement. */
+/** The ranges of one group, those of an item that touch or overlap made one (consecutive marked days: one index range scan). */
+function coalesced(group: CellRange[]): CellRange[] {
+  const sorted = [...group].sort((x, y) => (x.item < y.item ? -1 : x.item > y.item ? 1 : x.from.getTime() - y.from.getTime()));
+  const merged: CellRange[] = [];
+  for (const r of sorted) {
+    const last = merged[merged.length - 1];
+    if (last !== undefined && last.item === r.item && r.from.getTime() <= last.to.getTime()) {
+      if (r.to.getTime() > last.to.getTime()) last.to = r.to;
+    } else merged.push({ ...r });
+  }
+  return merged;
+}
+
+/**
+ * Rebuilds the cells of the ranges from the events, a group of ranges per statement: each range an
+ * index range scan of its item's events, sorted once by cell and key. The first event of a cell in
+ * key order (instant, then sourceId) is its open, the last its close, as the raw path breaks ties:
+ * one sort for all cells, where an ordered aggregate sorted each cell four times.
+ */
 async function rebuildCells(trx: Knex, tenant: string, pace: Pace, groups: CellRange[][]): Promise<void> {
-  for (const group of groups) {
+  for (const group of groups.map(coalesced)) {
     const bounds = [group.map((r) => r.item), group.map((r) => r.from), group.map((r) => r.to)];
     const m = "unnest(?::uuid[], ?::timestamptz[], ?::timestamptz[]) as m(item_id, lo, hi)";
     await pace.run(() => trx.raw(`delete from rollup_cells c using ${m} where c.tenant = ? and c.item_id = m.item_id and c.cell >= m.lo and c.cell < m.hi`, [...bounds, tenant]));
     await pace.run(() =>
       trx.raw(
         `insert into rollup_cells (tenant, item_id, cell, ${ROW_COLUMNS})
-         select ?, e.item_id, date_bin('15 minutes', e.ts, timestamptz '2000-01-01T00:00:00Z') as cell, count(*), ${clampedSum("sum(e.value::numeric)")}, min(e.value), max(e.value),
-           min(e.ts), (array_agg(e.source_id order by e.ts, e.source_id))[1], (array_agg(e.value order by e.ts, e.source_id))[1],
-           max(e.ts), (array_agg(e.source_id order by e.ts desc, e.source_id desc))[1], (array_agg(e.value order by e.ts desc, e.source_id desc))[1]
-         from ${m} join events e on e.tenant = ? and e.item_id = m.item_id and e.ts >= m.lo and e.ts < m.hi
-         group by e.item_id, cell`,
+         select ?, y.item_id, y.cell, y.n, ${clampedSum("y.sum")}, y.min, y.max, y.open_ts, y.open_source, y.open, y.close_ts, y.close_source, y.close
+         from (select distinct on (x.item_id, x.cell) x.item_id, x.cell, count(*) over w as n, sum(x.value::numeric) over w as sum, min(x.value) over w as min, max(x.value) over w as max,
+                 x.ts as open_ts, x.source_id as open_source, x.value as open,
+                 last_value(x.ts) over w as close_ts, last_value(x.source_id) over w as close_source, last_value(x.value) over w as close
+               from (select e.item_id, date_bin('15 minutes', e.ts, timestamptz '2000-01-01T00:00:00Z') as cell, e.ts, e.source_id, e.value
+                     from ${m} cross join lateral (select e.item_id, e.ts, e.source_id, e.value from events e where e.tenant = ? and e.item_id = m.item_id and e.ts >= m.lo and e.ts < m.hi) as e) as x
+               window w as (partition by x.item_id, x.cell order by x.ts, x.source_id rows between unbounded preceding and unbounded following)
+               order by x.item_id, x.cell, x.ts, x.source_id) as y`,
         [tenant, ...bounds, tenant],
       ),
     );
@@ -264,10 +300,13 @@ async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { ite
   const replace = async (grain: "day" | "month", periods: string, finer: string) => {
     const where = `p.tenant = ? and p.item_id = a.item_id and p.zone = a.zone and p.grain = '${grain}' and p.period = a.period`;
     await pace.run(() => trx.raw(`delete from rollup_periods p using ${periods} as a where ${where}`, [...bindings, tenant]));
+    // Each period's finer rows read by an index range scan of their own (a lateral join): joined on
+    // the item alone, every period met every finer row of its item.
     await pace.run(() =>
       trx.raw(
         `insert into rollup_periods (tenant, item_id, zone, grain, period, ${ROW_COLUMNS})
-         select ?, a.item_id, a.zone, '${grain}', a.period, ${FROM_ROWS} from ${periods} as a join ${finer} group by a.item_id, a.zone, a.period`,
+         select ?, a.item_id, a.zone, '${grain}', a.period, r.*
+         from ${periods} as a cross join lateral (select ${FROM_ROWS} from ${finer} having count(*) > 0) as r(${ROW_COLUMNS})`,
         [tenant, ...bindings, tenant],
       ),
     );
@@ -275,7 +314,7 @@ async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { ite
   await replace(
     "day",
     affected,
-    `rollup_cells c on c.tenant = ? and c.item_id = a.item_id
+    `rollup_cells c where c.tenant = ? and c.item_id = a.item_id
        and c.cell >= (a.period::timestamp at time zone a.zone) - interval '1 day' and c.cell < ((a.period + 1)::timestamp at time zone a.zone) + interval '1 day'
        and (c.cell at time zone a.zone)::date = a.period`,
   );
@@ -283,7 +322,7 @@ async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { ite
   await replace(
     "month",
     months,
-    `rollup_periods c on c.tenant = ? and c.item_id = a.item_id and c.zone = a.zone and c.grain = 'day'
+    `rollup_periods c where c.tenant = ? and c.item_id = a.item_id and c.zone = a.zone and c.grain = 'day'
        and c.period >= a.period and c.period < (a.period + interval '1 month')::date`,
   );
 }

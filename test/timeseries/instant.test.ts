@@ -1,8 +1,8 @@
 import { expect } from "chai";
 import fc from "fast-check";
 import { DateTime } from "luxon";
-import { inputFaults, inputSound, MAX_INSTANT_MS, MIN_INSTANT_MS } from "../../src/input.js";
-import { canonicalInstant, instant, isoText } from "../../src/timeseries/events.js";
+import { inputFaults, inputSound, isUuid, UUID } from "../../src/input.js";
+import { canonicalInstant, instant } from "../../src/timeseries/events.js";
 
 describe("reading event timestamps", () => {
   it("reads back every instant written as ISO-8601", () => {
@@ -66,16 +66,20 @@ describe("the fast readers and writers of the ingest path", () => {
     expect(instant(" 2024-01-01T00:00:00Z")?.getTime()).to.equal(Date.UTC(2024, 0, 1));
   });
 
-  it("writes an instant as toISOString does", () => {
+  it("reads a uuid character by character exactly as the UUID expression does", () => {
+    const hex = "0123456789abcdefABCDEF";
+    // Uuids, each with one character changed, dropped or added now and then, and any text.
+    const nearUuid = fc
+      .tuple(fc.uuid(), fc.nat(40), fc.constantFrom("", "g", "-", "G", "0", " ", "é", "\u0000"), fc.constantFrom("replace", "insert", "drop", "keep", "upper"))
+      .map(([u, at, c, how]) => (how === "keep" ? u : how === "upper" ? u.toUpperCase() : how === "drop" ? u.slice(0, at) + u.slice(at + 1) : u.slice(0, at) + c + u.slice(how === "replace" ? at + 1 : at)));
+    const hexText = fc.string({ unit: fc.constantFrom(...hex, "-"), minLength: 30, maxLength: 40 });
     fc.assert(
-      fc.property(fc.integer({ min: Date.UTC(-50, 0, 1), max: Date.UTC(12000, 0, 1) }), (ms) => {
-        expect(isoText(new Date(ms))).to.equal(new Date(ms).toISOString());
+      fc.property(fc.oneof(nearUuid, hexText, fc.string()), (text) => {
+        expect(isUuid(text)).to.equal(UUID.test(text));
       }),
       { numRuns: 5000 },
     );
-    for (const ms of [MIN_INSTANT_MS, MAX_INSTANT_MS, MIN_INSTANT_MS - 1, MAX_INSTANT_MS + 1, 0, -1, Date.UTC(2000, 1, 29, 23, 59, 59, 999)]) {
-      expect(isoText(new Date(ms))).to.equal(new Date(ms).toISOString());
-    }
+    expect([isUuid(undefined), isUuid(12), isUuid("123e4567-e89b-12d3-a456-426614174000"), isUuid("123E4567-E89B-12D3-A456-42661417400G")]).to.deep.equal([false, false, true, false]);
   });
 
   it("finds an input sound exactly when the full check finds no fault", () => {
