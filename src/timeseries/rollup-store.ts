@@ -128,14 +128,16 @@ export async function hasMarks(knex: Knex, tenant: string, scope: ReconcileScope
 /**
  * How much of the rebuild one statement takes, on a backend that bounds background statements
  * ({@link Backend.backgroundStatementMs}): a number of marked days, or below one, a slice of one day
- * (down to one 15-minute cell). It starts at a day, and after each chunk moves towards the bound:
- * down as far as the slowest statement's time asks, up one step when it was under a quarter of it.
- * Without a bound every mark goes in one chunk, each step in one statement.
+ * (down to one 15-minute cell). It starts at one cell (a day of dense events in one statement held
+ * the embedded database over 1.5 s on a loaded machine), and after each statement of a sliced day,
+ * or each chunk of whole days, moves towards the bound: down as far as the slowest statement's time
+ * asks, up one step when it was under a quarter of it. Without a bound every mark goes in one
+ * chunk, each step in one statement.
  */
 const SPANS = [1 / 96, 1 / 24, 1 / 8, 1 / 2, 1, 4, 16, 64, 256, 1024, 4096];
 
 export class Pace {
-  private step = SPANS.indexOf(1);
+  private step = 0;
   private slowest = 0;
   constructor(private readonly boundMs: number | undefined) {}
 
@@ -158,7 +160,7 @@ export class Pace {
     }
   }
 
-  /** Moves the span after a chunk, from its slowest statement. */
+  /** Moves the span from the slowest statement since the last move. */
   adapt(): void {
     if (this.boundMs === undefined) return;
     const ratio = this.slowest / this.boundMs;
@@ -209,13 +211,26 @@ export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScop
       const started = performance.now();
       for (let at = 0; at < todo.length; ) {
         if (boundMs !== undefined && at > 0 && performance.now() - started > TRANSACTION_STATEMENTS * boundMs) break;
-        const { marks: width, slices } = pace.span;
-        const chunk = todo.slice(at, at + width);
-        const ranges = slicesOf(chunk, slices);
-        // A day cut into slices is rebuilt a slice per statement; whole days, the chunk's in one.
-        await rebuildCells(trx, tenant, pace, slices > 1 ? ranges.map((r) => [r]) : [ranges]);
-        if (zones.length > 0) await rebuildPeriods(trx, tenant, pace, chunk, zones);
-        pace.adapt();
+        const chunk = todo.slice(at, at + pace.span.marks);
+        if (pace.span.slices === 1) {
+          // Whole days: the chunk's in one statement.
+          await rebuildCells(trx, tenant, pace, chunk.map(({ item, day }) => ({ item, from: new Date(`${day}T00:00:00Z`), to: new Date(Date.parse(`${day}T00:00:00Z`) + DAY_MS) })));
+          pace.adapt();
+        } else {
+          // One day in slices, each as long as the pace says after the one before (all on the quarter hour).
+          const { item, day } = chunk[0]!;
+          const end = Date.parse(`${day}T00:00:00Z`) + DAY_MS;
+          for (let from = end - DAY_MS; from < end; ) {
+            const to = Math.min(end, from + DAY_MS / pace.span.slices);
+            await rebuildCells(trx, tenant, pace, [{ item, from: new Date(from), to: new Date(to) }]);
+            pace.adapt();
+            from = to;
+          }
+        }
+        if (zones.length > 0) {
+          await rebuildPeriods(trx, tenant, pace, chunk, zones);
+          pace.adapt();
+        }
         for (const d of chunk) done.push(...d.ids);
         at += chunk.length;
       }
@@ -234,17 +249,6 @@ interface CellRange {
   to: Date;
 }
 
-/** The marked days as ranges, each day cut into `slices` equal ones (a divisor of 96). */
-function slicesOf(days: { item: string; day: string }[], slices: number): CellRange[] {
-  const ranges: CellRange[] = [];
-  const width = DAY_MS / slices;
-  for (const { item, day } of days) {
-    const start = Date.parse(`${day}T00:00:00Z`);
-    for (let k = 0; k < slices; k++) ranges.push({ item, from: new Date(start + k * width), to: new Date(start + (k + 1) * width) });
-  }
-  return ranges;
-}
-
 /** The ranges of one group, those of an item that touch or overlap made one (consecutive marked days: one index range scan). */
 function coalesced(group: CellRange[]): CellRange[] {
   const sorted = [...group].sort((x, y) => (x.item < y.item ? -1 : x.item > y.item ? 1 : x.from.getTime() - y.from.getTime()));
@@ -259,31 +263,30 @@ function coalesced(group: CellRange[]): CellRange[] {
 }
 
 /**
- * Rebuilds the cells of the ranges from the events, a group of ranges per statement: each range an
+ * Rebuilds the cells of the ranges from the events, in one statement: each range an
  * index range scan of its item's events, sorted once by cell and key. The first event of a cell in
  * key order (instant, then sourceId) is its open, the last its close, as the raw path breaks ties:
  * one sort for all cells, where an ordered aggregate sorted each cell four times.
  */
-async function rebuildCells(trx: Knex, tenant: string, pace: Pace, groups: CellRange[][]): Promise<void> {
-  for (const group of groups.map(coalesced)) {
-    const bounds = [group.map((r) => r.item), group.map((r) => r.from), group.map((r) => r.to)];
-    const m = "unnest(?::uuid[], ?::timestamptz[], ?::timestamptz[]) as m(item_id, lo, hi)";
-    await pace.run(() => trx.raw(`delete from rollup_cells c using ${m} where c.tenant = ? and c.item_id = m.item_id and c.cell >= m.lo and c.cell < m.hi`, [...bounds, tenant]));
-    await pace.run(() =>
-      trx.raw(
-        `insert into rollup_cells (tenant, item_id, cell, ${ROW_COLUMNS})
-         select ?, y.item_id, y.cell, y.n, ${clampedSum("y.sum")}, y.min, y.max, y.open_ts, y.open_source, y.open, y.close_ts, y.close_source, y.close
-         from (select distinct on (x.item_id, x.cell) x.item_id, x.cell, count(*) over w as n, sum(x.value::numeric) over w as sum, min(x.value) over w as min, max(x.value) over w as max,
-                 x.ts as open_ts, x.source_id as open_source, x.value as open,
-                 last_value(x.ts) over w as close_ts, last_value(x.source_id) over w as close_source, last_value(x.value) over w as close
-               from (select e.item_id, date_bin('15 minutes', e.ts, timestamptz '2000-01-01T00:00:00Z') as cell, e.ts, e.source_id, e.value
-                     from ${m} cross join lateral (select e.item_id, e.ts, e.source_id, e.value from events e where e.tenant = ? and e.item_id = m.item_id and e.ts >= m.lo and e.ts < m.hi) as e) as x
-               window w as (partition by x.item_id, x.cell order by x.ts, x.source_id rows between unbounded preceding and unbounded following)
-               order by x.item_id, x.cell, x.ts, x.source_id) as y`,
-        [tenant, ...bounds, tenant],
-      ),
-    );
-  }
+async function rebuildCells(trx: Knex, tenant: string, pace: Pace, ranges: CellRange[]): Promise<void> {
+  const group = coalesced(ranges);
+  const bounds = [group.map((r) => r.item), group.map((r) => r.from), group.map((r) => r.to)];
+  const m = "unnest(?::uuid[], ?::timestamptz[], ?::timestamptz[]) as m(item_id, lo, hi)";
+  await pace.run(() => trx.raw(`delete from rollup_cells c using ${m} where c.tenant = ? and c.item_id = m.item_id and c.cell >= m.lo and c.cell < m.hi`, [...bounds, tenant]));
+  await pace.run(() =>
+    trx.raw(
+      `insert into rollup_cells (tenant, item_id, cell, ${ROW_COLUMNS})
+       select ?, y.item_id, y.cell, y.n, ${clampedSum("y.sum")}, y.min, y.max, y.open_ts, y.open_source, y.open, y.close_ts, y.close_source, y.close
+       from (select distinct on (x.item_id, x.cell) x.item_id, x.cell, count(*) over w as n, sum(x.value::numeric) over w as sum, min(x.value) over w as min, max(x.value) over w as max,
+               x.ts as open_ts, x.source_id as open_source, x.value as open,
+               last_value(x.ts) over w as close_ts, last_value(x.source_id) over w as close_source, last_value(x.value) over w as close
+             from (select e.item_id, date_bin('15 minutes', e.ts, timestamptz '2000-01-01T00:00:00Z') as cell, e.ts, e.source_id, e.value
+                   from ${m} cross join lateral (select e.item_id, e.ts, e.source_id, e.value from events e where e.tenant = ? and e.item_id = m.item_id and e.ts >= m.lo and e.ts < m.hi) as e) as x
+             window w as (partition by x.item_id, x.cell order by x.ts, x.source_id rows between unbounded preceding and unbounded following)
+             order by x.item_id, x.cell, x.ts, x.source_id) as y`,
+      [tenant, ...bounds, tenant],
+    ),
+  );
 }
 
 /** Rebuilds the local days and months of the zones that hold the items' UTC days, from their cells. */

@@ -112,15 +112,28 @@ describe("the pace of a bounded reconcile", () => {
     return spans;
   };
 
-  it("starts at a day a statement, grows by four while statements take under a quarter of the bound, and cuts a day into slices down to one cell", async () => {
-    expect(new Pace(50).span).to.deep.equal({ marks: 1, slices: 1 });
-    expect(await spanAfter(50, [0, 0, 0])).to.deep.equal([{ marks: 4, slices: 1 }, { marks: 16, slices: 1 }, { marks: 64, slices: 1 }]);
-    // 2.5 times the bound: one step down (half a day); eight times: two steps (an eighth).
-    expect(await spanAfter(10, [25])).to.deep.equal([{ marks: 1, slices: 2 }]);
-    expect(await spanAfter(5, [40])).to.deep.equal([{ marks: 1, slices: 8 }]);
-    expect(await spanAfter(1, [200, 200])).to.deep.equal([{ marks: 1, slices: 96 }, { marks: 1, slices: 96 }]);
+  it("starts at one 15-minute cell a statement, grows a step while statements take under a quarter of the bound (to whole days, then 4, 16, … days), and goes down as far as a slow one asks", async () => {
+    expect(new Pace(50).span).to.deep.equal({ marks: 1, slices: 96 });
+    // Bounds and times far from the thresholds (a quarter of the bound, the bound, four times it): a loaded machine stretches a timed statement.
+    const fast = [0, 0, 0, 0, 0, 0];
+    expect(await spanAfter(200, fast)).to.deep.equal([
+      { marks: 1, slices: 24 },
+      { marks: 1, slices: 8 },
+      { marks: 1, slices: 2 },
+      { marks: 1, slices: 1 },
+      { marks: 4, slices: 1 },
+      { marks: 16, slices: 1 },
+    ]);
+    // At 4 days a statement: twice the bound, one step down (a day); eight times, two steps (half a day).
+    expect((await spanAfter(40, [0, 0, 0, 0, 0, 80])).at(-1)).to.deep.equal({ marks: 1, slices: 1 });
+    expect((await spanAfter(40, [0, 0, 0, 0, 0, 320])).at(-1)).to.deep.equal({ marks: 1, slices: 2 });
+    // At one cell already: no further down.
+    expect(await spanAfter(40, [400, 400])).to.deep.equal([
+      { marks: 1, slices: 96 },
+      { marks: 1, slices: 96 },
+    ]);
     // Between a quarter of the bound and the bound: it stays.
-    expect(await spanAfter(100, [40])).to.deep.equal([{ marks: 1, slices: 1 }]);
+    expect((await spanAfter(100, [0, 0, 0, 0, 50])).at(-1)).to.deep.equal({ marks: 1, slices: 1 });
   });
 
   it("without a bound, takes every mark at once, a day a statement", async () => {
