@@ -50,7 +50,8 @@ function localDate(t: number, zone: string): string {
  */
 export async function reconcileForQuery(knex: Knex, tenant: string, itemIds: string[], from: number, to: number, settings: RollupSettings, sinceStart: boolean): Promise<void> {
   const scope = { itemIds, fromDay: sinceStart ? undefined : utcDay(from - DAY_MS), toDay: utcDay(to + DAY_MS) };
-  if (await hasMarks(knex, tenant, scope)) await reconcile(knex, tenant, scope, settings.floor);
+  // A tenant without marks (drained) is one probe that sends no item ids; then the marks of the scope.
+  if ((await hasMarks(knex, tenant, {})) && (await hasMarks(knex, tenant, scope))) await reconcile(knex, tenant, scope, settings.floor);
 }
 
 /**
