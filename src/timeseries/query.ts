@@ -280,7 +280,7 @@ export async function aggregateEvents(
   const from = range.from.toMillis();
   const to = range.to.toMillis();
   const filtered = filterPredicates(options.filter).length > 0;
-  const pieces = rollups === undefined ? undefined : rollupPlan({ from, to, zone: range.zone, interval, metric, filtered, starts, zones: rollups.zones });
+  const pieces = rollups === undefined ? undefined : rollupPlan({ from, to, zone: range.zone, interval, metric, filtered, starts, zones: rollups.zones, floor: rollups.floor?.getTime(), cellsOverRaw: rollups.cellsOverRaw });
   // The raw events read must still be kept (EVENTS_RETENTION_DAYS): a 422 where they are not.
   checkRaw(pieces === undefined ? { from, to } : rawSpan(pieces));
   let byKey: Map<string, Map<number, BucketRow>>;

@@ -23,6 +23,8 @@ export interface RollupSettings {
   zones: readonly string[];
   /** The first instant whose raw events are all kept (a retention), before which the rollups are not rebuilt. */
   floor?: Date;
+  /** Answer a plan of 15-minute cells alone from the cells even where the raw events are kept (rollup-plan.ts). */
+  cellsOverRaw?: boolean;
 }
 
 interface PieceRow {
@@ -48,7 +50,8 @@ function localDate(t: number, zone: string): string {
  */
 export async function reconcileForQuery(knex: Knex, tenant: string, itemIds: string[], from: number, to: number, settings: RollupSettings, sinceStart: boolean): Promise<void> {
   const scope = { itemIds, fromDay: sinceStart ? undefined : utcDay(from - DAY_MS), toDay: utcDay(to + DAY_MS) };
-  if (await hasMarks(knex, tenant, scope)) await reconcile(knex, tenant, scope, settings.floor);
+  // A tenant without marks (drained) is one probe that sends no item ids; then the marks of the scope.
+  if ((await hasMarks(knex, tenant, {})) && (await hasMarks(knex, tenant, scope))) await reconcile(knex, tenant, scope, settings.floor);
 }
 
 /**
@@ -99,10 +102,13 @@ export async function rollupBuckets(
           bindings: [...b.bindings, tenant, itemIds, new Date(piece.from), new Date(piece.to)],
         });
       }
+      // Grouped on the local date (a day's own date needs no truncation), written as text once per bucket.
+      const period = unit === "day" ? { sql: "period", bindings: [] } : { sql: "date_trunc(?, period::timestamp)::date", bindings: [unit!] };
       return rawRows<PieceRow>(knex, {
-        sql: `select ${item}, to_char(date_trunc(?, period), 'YYYY-MM-DD') as bucket, ${merged} from rollup_periods
-              where tenant = ? and item_id = any(?::uuid[]) and zone = ? and grain = ? and period >= ?::date and period < ?::date ${group}`,
-        bindings: [unit!, tenant, itemIds, zone, piece.source === "days" ? "day" : "month", localDate(piece.from, zone), localDate(piece.to, zone)],
+        sql: `select item, to_char(bucket, 'YYYY-MM-DD') as bucket, n, sum, min, max, open, close from (
+                select ${item}, ${period.sql} as bucket, ${merged} from rollup_periods
+                where tenant = ? and item_id = any(?::uuid[]) and zone = ? and grain = ? and period >= ?::date and period < ?::date ${group}) as g`,
+        bindings: [...period.bindings, tenant, itemIds, zone, piece.source === "days" ? "day" : "month", localDate(piece.from, zone), localDate(piece.to, zone)],
       });
     }),
   );

@@ -44,6 +44,8 @@ interface Query {
   single: boolean;
   from: number;
   to: number;
+  /** A plan of cells alone read from the cells rather than from the kept raw events (both must answer alike). */
+  cellsOverRaw: boolean;
 }
 
 // Instants on a 7-minute grid, so that re-sent events (same item, instant and source) happen often.
@@ -72,8 +74,9 @@ const query: fc.Arbitrary<Query> = fc.constantFrom(...ZONES).chain((zone) =>
       single: fc.boolean(),
       a: bound(zone),
       b: bound(zone),
+      cellsOverRaw: fc.boolean(),
     })
-    .map(({ interval, metric, single, a, b }) => ({ zone, interval, metric, single, from: Math.min(a, b), to: Math.max(a, b) + 1 })),
+    .map(({ interval, metric, single, a, b, cellsOverRaw }) => ({ zone, interval, metric, single, from: Math.min(a, b), to: Math.max(a, b) + 1, cellsOverRaw })),
 );
 
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -141,6 +144,32 @@ describe("the pace of a bounded reconcile", () => {
   });
 });
 
+describe("which source a rollup plan reads", () => {
+  const JULY = Date.parse("2025-07-01T00:00:00Z");
+  const AUGUST = Date.parse("2025-08-01T00:00:00Z");
+  const plan = (interval: Interval, zone: string, from: number, to: number, extra: { floor?: number; cellsOverRaw?: boolean } = {}) =>
+    rollupPlan({ from, to, zone, interval, metric: "sum", filtered: false, starts: bucketStarts(from, to, interval, zone), zones: ["UTC"], ...extra });
+
+  it("answers a plan of 15-minute cells alone from the raw events while they are kept, from the cells once they are not", () => {
+    // One item Hourly over a month: cells alone (as many rows as 15-minute events).
+    expect(plan("Hourly", "UTC", JULY, AUGUST)).to.equal(undefined);
+    expect(plan("Hourly", "UTC", JULY, AUGUST, { floor: JULY })).to.equal(undefined);
+    expect(plan("Hourly", "UTC", JULY, AUGUST, { floor: JULY + 86_400_000 })).to.deep.equal([{ from: JULY, to: AUGUST, source: "cells" }]);
+    expect(plan("Hourly", "UTC", JULY, AUGUST, { cellsOverRaw: true })).to.deep.equal([{ from: JULY, to: AUGUST, source: "cells" }]);
+    // Daily in a zone the rollups hold no days of: cells alone too.
+    expect(plan("Daily", "Europe/Brussels", JULY, AUGUST)).to.equal(undefined);
+  });
+
+  it("keeps the days and months, with the cells at their edges, where the raw events are kept", () => {
+    const from = JULY + 6 * 3_600_000;
+    expect(plan("Daily", "UTC", from, AUGUST)).to.deep.equal([
+      { from, to: JULY + 86_400_000, source: "cells" },
+      { from: JULY + 86_400_000, to: AUGUST, source: "days" },
+    ]);
+    expect(plan("Monthly", "UTC", JULY, AUGUST)).to.deep.equal([{ from: JULY, to: AUGUST, source: "months" }]);
+  });
+});
+
 // The databases opened before the suites' own hooks: PGlite takes most of a minute to start on a loaded machine.
 before(async function () {
   this.timeout(300_000);
@@ -171,12 +200,12 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
       expect((err as Error).message).to.match(/more than \d+ .* buckets/);
       return false;
     }
-    const rolled = await aggregateEvents(ctx.db.knex, ctx.tenant, timeline, range, options, rollups);
-    const label = `${q.metric} ${q.interval} ${q.zone} ${new Date(q.from).toISOString()}..${new Date(q.to).toISOString()} ${q.single ? "single" : "each"}`;
+    const rolled = await aggregateEvents(ctx.db.knex, ctx.tenant, timeline, range, options, { ...rollups, cellsOverRaw: q.cellsOverRaw });
+    const label = `${q.metric} ${q.interval} ${q.zone} ${new Date(q.from).toISOString()}..${new Date(q.to).toISOString()} ${q.single ? "single" : "each"}${q.cellsOverRaw ? " cells" : ""}`;
     expect([...rolled.keys()], label).to.deep.equal([...raw.keys()]);
     for (const [key, buckets] of raw) close(rolled.get(key)!, buckets, q.metric, `${label} ${key}`);
     const starts = bucketStarts(q.from, q.to, q.interval, q.zone);
-    return rollupPlan({ from: q.from, to: q.to, zone: q.zone, interval: q.interval, metric: q.metric, filtered: false, starts, zones: ROLLUP_ZONES }) !== undefined;
+    return rollupPlan({ from: q.from, to: q.to, zone: q.zone, interval: q.interval, metric: q.metric, filtered: false, starts, zones: ROLLUP_ZONES, cellsOverRaw: q.cellsOverRaw }) !== undefined;
   }
 
   async function apply(ids: string[], o: Op): Promise<void> {
@@ -229,7 +258,7 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).update({ n: 0 });
     expect(await drainMarks(ctx.db.knex, undefined, Number.POSITIVE_INFINITY)).to.be.greaterThan(6);
     expect(await snapshot()).to.deep.equal(sliced);
-    const q: Query = { zone: "Europe/Brussels", interval: "Hourly", metric: "close", single: false, from: WINDOW_FROM, to: WINDOW_FROM + 4 * 86_400_000 };
+    const q: Query = { zone: "Europe/Brussels", interval: "Hourly", metric: "close", single: false, from: WINDOW_FROM, to: WINDOW_FROM + 4 * 86_400_000, cellsOverRaw: true };
     expect(await compare(ids, q)).to.equal(true);
   });
 
@@ -237,7 +266,7 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     const ids = await items();
     const events = Array.from({ length: 200 }, (_, k) => ({ itemId: ids[0], timestamp: new Date(WINDOW_FROM + k * 900_000).toISOString(), value: k }));
     await ingestEvents(ctx.db.knex, ctx.tenant, events);
-    const q: Query = { zone: "Europe/Brussels", interval: "Daily", metric: "sum", single: true, from: WINDOW_FROM, to: WINDOW_FROM + 10 * 86_400_000 };
+    const q: Query = { zone: "Europe/Brussels", interval: "Daily", metric: "sum", single: true, from: WINDOW_FROM, to: WINDOW_FROM + 10 * 86_400_000, cellsOverRaw: false };
     await compare(ids, q);
     await drainMarks(ctx.db.knex);
     expect(await deleteEntity(ctx.db.knex, ctx.tenant, ids[0]!)).to.equal(true);
