@@ -9,7 +9,11 @@
  * MQTT side: flat when the last sample is within 1.25× the one at 30 s. Goal: MQTT ≥ 0.8× HTTP.
  *
  *   npm run build && node dist/bench/mqtt.js [--per-message=10] [--mqtt-seconds=120] [--http-seconds=30]
- *     [--concurrency=8] [--window=2000] [--database-url=postgres://…]
+ *     [--concurrency=8] [--window=2000] [--spacing-ms=1000] [--database-url=postgres://…] [--profile=folder]
+ *
+ * CPU per 1,000 events is printed for each side, by process group: the bench process (the HTTP
+ * clients, or the MQTT publisher), the server ("child processes"), its database's backends and the
+ * bench's Mosquitto; on a 2-core machine they compete, so each side is charged its client too.
  */
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -19,7 +23,7 @@ import knexFactory from "knex";
 import type { MqttClient } from "mqtt";
 import { freePort, startNode } from "../test/support/process.js";
 import { publisher, TemporaryMosquitto } from "../test/support/mosquitto.js";
-import { option, post, waitForHealth } from "./harness.js";
+import { cpuBetween, cpuPerUnit, cpuSnapshot, option, post, waitForHealth } from "./harness.js";
 
 const perMessage = Number(option("per-message", "10"));
 const mqttSeconds = Number(option("mqtt-seconds", "120"));
@@ -31,13 +35,23 @@ const ahead = Number(option("ahead", "5000"));
 /** Events per request of the second HTTP baseline: an upload's batch. */
 const bulk = Number(option("bulk", "1000"));
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/test");
+/** A folder: the server runs under `node --cpu-prof` and writes its profile there when stopped. */
+const profileDir = option("profile", "");
 const SECRET = "bench-secret-that-is-at-least-32-bytes-long";
 const GOAL = 0.8;
 const BASE_MS = Date.UTC(2026, 0, 1);
+/**
+ * Time between two events of an item (ms). The rollups' upkeep rebuilds every day an item was
+ * written in from its events, every 2 s (src/timeseries/rollup-store.ts): with events 1 ms apart,
+ * the run's events all fall in one day, which grows to millions of events, each rebuild reading
+ * them all, and the longer side (MQTT) pays more per event. A second apart (a device reading once
+ * a second), a rebuild reads a day of 86,400 events at most, on both sides alike.
+ */
+const spacingMs = Number(option("spacing-ms", "1000"));
 
 /** Events `first` … `first + perMessage - 1`, a millisecond apart. */
 function events(first: number, n = perMessage): { timestamp: string; value: number; sourceId: string }[] {
-  return Array.from({ length: n }, (_, k) => ({ timestamp: new Date(BASE_MS + first + k).toISOString(), value: first + k, sourceId: "bench" }));
+  return Array.from({ length: n }, (_, k) => ({ timestamp: new Date(BASE_MS + (first + k) * spacingMs).toISOString(), value: first + k, sourceId: "bench" }));
 }
 
 function rssMiB(pid: number): number {
@@ -88,7 +102,7 @@ async function main(): Promise<void> {
     MQTT_URL: broker.url,
     MQTT_TOPIC_PREFIX: prefix,
     MQTT_CLIENT_ID: prefix,
-  });
+  }, [], profileDir === "" ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]);
   const knex = knexFactory({ client: "pg", connection: databaseUrl, pool: { min: 0, max: 2 } });
   let pub: MqttClient | undefined;
   try {
@@ -104,12 +118,23 @@ async function main(): Promise<void> {
     if (created.status !== 200) throw new Error(`items not created: ${created.status} ${created.text}`);
     const count = async (item: string) =>
       ((await knex.raw(`select count(*)::int as n from events where tenant = ? and item_id = ?`, [tenant, item])) as { rows: { n: number }[] }).rows[0]!.n;
+    /**
+     * Events stored so far, read from the latest one (an index probe, where a count scans every row
+     * and, polled, would cost the database more than the writes): the messages come in order and
+     * their batches commit in order, so what is stored is a prefix of what was published. The
+     * count checks it at the end.
+     */
+    const storedThrough = async (item: string) => {
+      const { rows } = (await knex.raw(`select max(ts) as t from events where tenant = ? and item_id = ?`, [tenant, item])) as { rows: { t: Date | null }[] };
+      return rows[0]!.t === null ? 0 : (rows[0]!.t.getTime() - BASE_MS) / spacingMs + 1;
+    };
 
     // Warm-up (not counted): the server's first requests, its transform process starting.
     for (let k = 0; k < 20; k++) await post(agent, port, "/events", headers, JSON.stringify({ events: events(-1_000_000 - k * perMessage).map((e) => ({ ...e, itemId: httpItem })) }));
     // HTTP: the same events, grouped as the messages, through POST /events; then in bodies of `bulk` events.
-    const httpRun = async (size: number, first: number): Promise<{ rate: number; requests: number }> => {
+    const httpRun = async (size: number, first: number): Promise<{ rate: number; requests: number; cpu: string }> => {
       let posted = 0;
+      const before = cpuSnapshot();
       const start = Date.now();
       const end = start + httpSeconds * 1000;
       await Promise.all(
@@ -121,32 +146,48 @@ async function main(): Promise<void> {
           }
         }),
       );
-      return { rate: (posted * size) / ((Date.now() - start) / 1000), requests: posted };
+      const rate = (posted * size) / ((Date.now() - start) / 1000);
+      return { rate, requests: posted, cpu: cpuPerUnit(cpuBetween(before, cpuSnapshot()), (posted * size) / 1000, "1,000 events") };
     };
     const same = await httpRun(perMessage, 0);
-    const bulky = await httpRun(bulk, 1_000_000_000);
+    const bulky = await httpRun(bulk, 100_000_000);
     agent.destroy();
 
     // MQTT: published for mqttSeconds, counted until the last event is stored; RSS every 5 s.
     pub = await publisher(broker.url);
     const topic = `${prefix}/${tenant}/items/${mqttItem}/events`;
     const rss: [number, number][] = [];
+    const mqttBefore = cpuSnapshot();
     const mqttStart = Date.now();
-    const sampler = setInterval(() => rss.push([Math.round((Date.now() - mqttStart) / 1000), rssMiB(server.child.pid!)]), 5000);
     let storedMessages = 0;
+    /** Messages stored by the end of each 30 s of the run: the rate sustained, window by window. */
+    const storedAt: number[] = [];
+    const sampler = setInterval(() => {
+      const t = Math.round((Date.now() - mqttStart) / 1000);
+      rss.push([t, rssMiB(server.child.pid!)]);
+      if (t % 30 === 0) storedAt.push(storedMessages);
+    }, 5000);
     let counting = false;
     const counter = setInterval(() => {
       if (counting) return;
       counting = true;
-      count(mqttItem)
+      storedThrough(mqttItem)
         .then((n) => (storedMessages = n / perMessage))
-        .catch(() => undefined) // a slow count is read again at the next turn
+        .catch(() => undefined) // a slow read is done again at the next turn
         .finally(() => (counting = false));
-    }, 200);
+    }, 50);
     const published = await publishFor(pub, topic, mqttSeconds, () => storedMessages);
     clearInterval(counter);
-    while ((await count(mqttItem)) < published * perMessage) await new Promise((r) => setTimeout(r, 50));
-    const mqttRate = (published * perMessage) / ((Date.now() - mqttStart) / 1000);
+    while ((await storedThrough(mqttItem)) < published * perMessage) await new Promise((r) => setTimeout(r, 20));
+    let mqttEnd = Date.now();
+    const mqttCpu = cpuPerUnit(cpuBetween(mqttBefore, cpuSnapshot()), (published * perMessage) / 1000, "1,000 events");
+    // Every event once, the count says: else the clock runs on until it does (or stops at a loss).
+    const giveUp = Date.now() + 60_000;
+    for (let n = await count(mqttItem); n !== published * perMessage; n = await count(mqttItem), mqttEnd = Date.now()) {
+      if (Date.now() > giveUp) throw new Error(`${n} events stored of ${published * perMessage} published`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const mqttRate = (published * perMessage) / ((mqttEnd - mqttStart) / 1000);
     clearInterval(sampler);
 
     // Peaks per 30 s window (the heap's saw-tooth): flat when the last window's peak is within 1.25× the first's.
@@ -159,10 +200,20 @@ async function main(): Promise<void> {
     console.log(`POST /events, ${bulk} events per request: ${Math.round(bulky.rate)} events/s (${bulky.requests} requests in ${httpSeconds} s)`);
     console.log(`MQTT QoS 1, ${perMessage} events per message: ${Math.round(mqttRate)} events/s (${published} messages in ${mqttSeconds} s, all stored)`);
     console.log(`ratio MQTT / HTTP same grouping: ${(mqttRate / same.rate).toFixed(2)}×; MQTT / HTTP ${bulk}-event bodies: ${(mqttRate / bulky.rate).toFixed(2)}× (goal ≥ ${GOAL}×)`);
+    const windows = storedAt.map((n, k) => Math.round(((n - (storedAt[k - 1] ?? 0)) * perMessage) / 30));
+    console.log(`MQTT events/s stored per 30 s: ${windows.join(" ")}`);
+    console.log(`CPU, POST ${perMessage}/request: ${same.cpu}`);
+    console.log(`CPU, POST ${bulk}/request: ${bulky.cpu}`);
+    console.log(`CPU, MQTT: ${mqttCpu}`);
     console.log(`server RSS peaks per 30 s (MiB): ${peaks.map((m) => m.toFixed(0)).join(" ")}: ${lastPeak <= firstPeak * 1.25 ? "flat" : "GROWING"}`);
   } finally {
     await pub?.endAsync();
-    server.kill();
+    if (profileDir === "") server.kill();
+    else {
+      // SIGTERM: the server stops cleanly and writes its profile.
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
     await knex.destroy();
     await broker.destroy();
   }
