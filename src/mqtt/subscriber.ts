@@ -47,8 +47,8 @@ const RECONNECT_FIRST_MS = 1000;
  * Events from devices over MQTT (docs/how-to/ingest-over-mqtt.md). Subscribes with QoS 1 in a
  * persistent session (`clean: false`, a stable client id, MQTT 5 session expiry), gathers the
  * messages into batches (MQTT_BATCH_MESSAGES, MQTT_LINGER_MS), stores each batch through the
- * upload path (src/mqtt/batch.ts), publishes its bad messages to `{prefix}/dead-letter`, and only
- * then sends the PUBACKs, in the order the messages came. A crash before that leaves them
+ * upload path (src/mqtt/batch.ts), {@link WRITERS} at once, publishes its bad messages to
+ * `{prefix}/dead-letter`, and only then sends the PUBACKs, in the order the messages came. A crash before that leaves them
  * unacknowledged: the broker sends them again, and writing an event again changes nothing.
  *
  * Back-pressure: at most MQTT_MAX_IN_FLIGHT messages are held unacknowledged (the Receive Maximum
