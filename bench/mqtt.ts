@@ -65,14 +65,22 @@ function rssMiB(pid: number): number {
 /**
  * Publishes messages for `seconds`, at most `window` awaiting their PUBACK and at most `ahead`
  * messages ahead of those stored (`stored()`, polled): the broker's queue stays bounded, so the rate
- * is the one the service sustains. Answers how many were published.
+ * is the one the service sustains. Answers how many were published, and the share of its 20 ms
+ * turns that found the `ahead` bound reached (the publisher waiting for the service).
  */
-function publishFor(client: MqttClient, topic: string, seconds: number, stored: () => number): Promise<number> {
+function publishFor(client: MqttClient, topic: string, seconds: number, stored: () => number): Promise<{ sent: number; held: number }> {
   const end = Date.now() + seconds * 1000;
   let sent = 0;
   let acked = 0;
+  let turns = 0;
+  let held = 0;
   return new Promise((resolve, reject) => {
-    const poll = setInterval(() => pump(), 20);
+    const done = () => resolve({ sent, held: held / Math.max(turns, 1) });
+    const poll = setInterval(() => {
+      turns++;
+      if (sent - stored() >= ahead) held++;
+      pump();
+    }, 20);
     const pump = () => {
       if (Date.now() >= end) clearInterval(poll);
       while (sent - acked < window && Date.now() < end && sent - stored() < ahead) {
@@ -81,11 +89,11 @@ function publishFor(client: MqttClient, topic: string, seconds: number, stored: 
         client.publish(topic, payload, { qos: 1 }, (err) => {
           if (err != null) return reject(err);
           acked++;
-          if (acked === sent && Date.now() >= end) resolve(sent);
+          if (acked === sent && Date.now() >= end) done();
           else if (sent - acked === Math.floor(window / 2)) setImmediate(pump);
         });
       }
-      if (Date.now() >= end && acked === sent) resolve(sent);
+      if (Date.now() >= end && acked === sent) done();
     };
     pump();
   });
@@ -180,7 +188,7 @@ async function main(): Promise<void> {
         .catch(() => undefined) // a slow read is done again at the next turn
         .finally(() => (counting = false));
     }, 50);
-    const published = await publishFor(pub, topic, mqttSeconds, () => storedMessages);
+    const { sent: published, held } = await publishFor(pub, topic, mqttSeconds, () => storedMessages);
     clearInterval(counter);
     while ((await storedThrough(mqttItem)) < published * perMessage) await new Promise((r) => setTimeout(r, 20));
     let mqttEnd = Date.now();
@@ -210,7 +218,7 @@ async function main(): Promise<void> {
     console.log(`MQTT QoS 1, ${perMessage} events per message: ${Math.round(mqttRate)} events/s (${published} messages in ${mqttSeconds} s, all stored)`);
     console.log(`ratio MQTT / HTTP same grouping: ${(mqttRate / same.rate).toFixed(2)}×; MQTT / HTTP ${bulk}-event bodies: ${(mqttRate / bulkRate).toFixed(2)}× (goal ≥ ${GOAL}×; ${(mqttRate / bulky.rate).toFixed(2)}× the one before, ${(mqttRate / bulkAfter.rate).toFixed(2)}× the one after)`);
     const windows = storedAt.map((n, k) => Math.round(((n - (storedAt[k - 1] ?? 0)) * perMessage) / 30));
-    console.log(`MQTT events/s stored per 30 s: ${windows.join(" ")}`);
+    console.log(`MQTT events/s stored per 30 s: ${windows.join(" ")}; the publisher waited on --ahead in ${Math.round(held * 100)}% of its turns`);
     console.log(`CPU, POST ${perMessage}/request: ${same.cpu}`);
     console.log(`CPU, POST ${bulk}/request: ${bulky.cpu}; after: ${bulkAfter.cpu}`);
     console.log(`CPU, MQTT: ${mqttCpu}`);
