@@ -42,14 +42,14 @@ const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 5000;
 const RECONNECT_FIRST_MS = 1000;
 
-
 /**
  * Events from devices over MQTT (docs/how-to/ingest-over-mqtt.md). Subscribes with QoS 1 in a
  * persistent session (`clean: false`, a stable client id, MQTT 5 session expiry), gathers the
  * messages into batches (MQTT_BATCH_MESSAGES, MQTT_LINGER_MS), stores each batch through the
  * upload path (src/mqtt/batch.ts), {@link WRITERS} at once, publishes its bad messages to
- * `{prefix}/dead-letter`, and only then sends the PUBACKs, in the order the messages came. A crash before that leaves them
- * unacknowledged: the broker sends them again, and writing an event again changes nothing.
+ * `{prefix}/dead-letter`, and only then sends the PUBACKs, in the order the messages came. A crash
+ * before that leaves them unacknowledged: the broker sends them again, and writing an event again
+ * changes nothing.
  *
  * Back-pressure: at most MQTT_MAX_IN_FLIGHT messages are held unacknowledged (the Receive Maximum
  * the broker is asked to keep, and past it the client reads no further packet). When the database
@@ -167,9 +167,9 @@ export class MqttIngest {
           return taken.messages;
         })
         .then((left) => {
-        taken.left = new Set(left);
-        this.acknowledgeWritten();
-      });
+          taken.left = new Set(left);
+          this.acknowledgeWritten();
+        });
       this.writing.add(writing);
       void writing.finally(() => {
         this.writing.delete(writing);
