@@ -52,7 +52,7 @@ const TICK_MS = 10;
 /**
  * Reads /proc: this process, the processes it started and theirs (a server process and its transform
  * processes), a Java process (an engine), PostgreSQL backends by database (from their process
- * titles), and everything else. Lets a benchmark say where the CPU of a round went, which on a
+ * titles), a Mosquitto it started, and everything else. Lets a benchmark say where the CPU of a round went, which on a
  * 2-core machine decides its throughput.
  */
 export function cpuSnapshot(): CpuSnapshot {
@@ -78,6 +78,7 @@ export function cpuSnapshot(): CpuSnapshot {
     let group = "other";
     if (pid === process.pid) group = "this process";
     else if (cmdline.includes("node") && descends(pid)) group = "child processes";
+    else if (cmdline.startsWith("mosquitto") && descends(pid)) group = "mosquitto";
     else if (cmdline.includes("java")) group = "java";
     else if (cmdline.startsWith("postgres:")) group = postgresGroup(cmdline);
     else if (cmdline.includes("postgres")) group = "postgres (server)";

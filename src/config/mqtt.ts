@@ -49,8 +49,9 @@ export const mqttDeclarations = {
   batchMessages: setting({
     env: "MQTT_BATCH_MESSAGES",
     kind: integer(1, 65_535),
-    default: 1000,
-    doc: "Most messages written (and then acknowledged) in one batch.",
+    default: 500,
+    doc: "Most messages written (and then acknowledged) in one batch; two batches are written at once.",
+    notes: "Keep it at most a third of `MQTT_MAX_IN_FLIGHT`: while two batches are written, a third gathers and the client keeps reading.",
   }),
   lingerMs: setting({
     env: "MQTT_LINGER_MS",

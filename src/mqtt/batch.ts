@@ -1,9 +1,9 @@
 import type { Knex } from "knex";
 import { itemIngestKinds } from "../graph/items.js";
-import { parseEvent } from "../timeseries/events.js";
+import { parseEvent, type EventRecord } from "../timeseries/events.js";
 import { ingestEvents, ingestRefusal } from "../timeseries/ingest.js";
 import { decodePayload } from "./payloads.js";
-import { topicTarget } from "./topics.js";
+import { topicTarget, type TopicTarget } from "./topics.js";
 
 /** A message as received, before it is checked. */
 export interface Inbound {
@@ -35,12 +35,12 @@ export interface TopicRule {
   tenant: string | undefined;
 }
 
-/** A checked message: its tenant and item, and its rows (each naming the item). */
+/** A checked message: its tenant and item, and its events (each of the item). */
 interface Accepted<M extends Inbound> {
   message: M;
   tenant: string;
   itemId: string;
-  rows: Record<string, unknown>[];
+  events: EventRecord[];
 }
 
 /**
@@ -54,8 +54,10 @@ interface Accepted<M extends Inbound> {
 export async function ingestBatch<M extends Inbound>(knex: Knex, rule: TopicRule, messages: M[]): Promise<BatchOutcome<M>> {
   const deadLetters: DeadLetter<M>[] = [];
   const byTenant = new Map<string, Accepted<M>[]>();
+  // A batch's messages share few topics: each is read once.
+  const targets = new Map<string, TopicTarget>();
   for (const message of messages) {
-    const checked = checkMessage(rule, message);
+    const checked = checkMessage(rule, message, targets);
     if ("reason" in checked) deadLetters.push({ message, reason: checked.reason });
     else {
       const list = byTenant.get(checked.tenant);
@@ -76,14 +78,15 @@ export async function ingestBatch<M extends Inbound>(knex: Knex, rule: TopicRule
     // The message of each row, to name the messages of rows the ingest refuses after all (an item
     // deleted since it was checked): those are dead letters too.
     const owners: Accepted<M>[] = [];
-    const rows: Record<string, unknown>[] = [];
+    const rows: EventRecord[] = [];
     for (const a of writable) {
-      for (const row of a.rows) {
-        rows.push(row);
+      for (const event of a.events) {
+        rows.push(event);
         owners.push(a);
       }
     }
-    const result = await ingestEvents(knex, tenant, rows, { partial: true });
+    // Checked already, message by message: the ingest does not parse them again.
+    const result = await ingestEvents(knex, tenant, rows, { partial: true, checked: true });
     stored += result.stored;
     streamed += result.streamed;
     const late = new Map<Accepted<M>, string>();
@@ -99,23 +102,21 @@ export async function ingestBatch<M extends Inbound>(knex: Knex, rule: TopicRule
   return { stored, streamed, deadLetters };
 }
 
-/** The message's tenant, item and rows, or why it is refused. */
-function checkMessage<M extends Inbound>(rule: TopicRule, message: M): Accepted<M> | { reason: string } {
-  const target = topicTarget(rule.prefix, rule.tenant, message.topic);
+/** The message's tenant, item and events, or why it is refused. */
+function checkMessage<M extends Inbound>(rule: TopicRule, message: M, targets: Map<string, TopicTarget>): Accepted<M> | { reason: string } {
+  let target = targets.get(message.topic);
+  if (target === undefined) targets.set(message.topic, (target = topicTarget(rule.prefix, rule.tenant, message.topic)));
   if ("reason" in target) return target;
   const decoded = decodePayload(message.payload, message.contentType, message.receivedAt);
   if ("reason" in decoded) return decoded;
-  const rows: Record<string, unknown>[] = [];
+  const events: EventRecord[] = [];
   for (let k = 0; k < decoded.rows.length; k++) {
-    const raw = decoded.rows[k];
-    const parsed = parseEvent(raw, target.itemId);
-    if (!parsed.ok) return { reason: `events[${k}]${parsed.field === "" ? "" : `.${parsed.field}`}: ${parsed.message}` };
     // The topic names the item, as the URL of POST /items/{itemId}/events does: an itemId in the event is not read.
-    const row = raw as Record<string, unknown>;
-    row.itemId = target.itemId;
-    rows.push(row);
+    const parsed = parseEvent(decoded.rows[k], target.itemId);
+    if (!parsed.ok) return { reason: `events[${k}]${parsed.field === "" ? "" : `.${parsed.field}`}: ${parsed.message}` };
+    events.push(parsed.event);
   }
-  return { message, tenant: target.tenant, itemId: target.itemId, rows };
+  return { message, tenant: target.tenant, itemId: target.itemId, events };
 }
 
 /** The items of the list that may not take events, each with the reason (as the upload words it). */

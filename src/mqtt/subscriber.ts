@@ -24,21 +24,32 @@ interface Received extends Inbound {
  */
 const ACK_LATER = new Error("acknowledged once its batch has committed");
 
+/**
+ * Batches written at once, each in its own transaction: one is checked and sent while the database
+ * writes another, and on two cores both are busy. Their PUBACKs still go in the order the messages came.
+ */
+const WRITERS = 2;
+
+/** A batch taken from the queue, acknowledged once it and every batch taken before it are written. */
+interface Taken {
+  messages: Received[];
+  /** Its messages left unacknowledged (the broker sends them again), once written; undefined while writing. */
+  left: Set<Received> | undefined;
+}
+
 /** First and longest pause before a failed batch is written again. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 5000;
 const RECONNECT_FIRST_MS = 1000;
 
-/** The client's own packet writer: a PUBACK is sent through it, after the batch committed. */
-type PacketSender = { _sendPacket(packet: { cmd: "puback"; messageId: number; reasonCode: number }): void };
-
 /**
  * Events from devices over MQTT (docs/how-to/ingest-over-mqtt.md). Subscribes with QoS 1 in a
  * persistent session (`clean: false`, a stable client id, MQTT 5 session expiry), gathers the
  * messages into batches (MQTT_BATCH_MESSAGES, MQTT_LINGER_MS), stores each batch through the
- * upload path (src/mqtt/batch.ts), publishes its bad messages to `{prefix}/dead-letter`, and only
- * then sends the PUBACKs, in the order the messages came. A crash before that leaves them
- * unacknowledged: the broker sends them again, and writing an event again changes nothing.
+ * upload path (src/mqtt/batch.ts), {@link WRITERS} at once, publishes its bad messages to
+ * `{prefix}/dead-letter`, and only then sends the PUBACKs, in the order the messages came. A crash
+ * before that leaves them unacknowledged: the broker sends them again, and writing an event again
+ * changes nothing.
  *
  * Back-pressure: at most MQTT_MAX_IN_FLIGHT messages are held unacknowledged (the Receive Maximum
  * the broker is asked to keep, and past it the client reads no further packet). When the database
@@ -52,8 +63,10 @@ export class MqttIngest {
   private readonly metrics: MqttMetrics;
   private readonly rule: TopicRule;
   private queue: Received[] = [];
-  /** The batch being written. */
-  private writing: Received[] = [];
+  /** Batches taken from the queue and not acknowledged yet, in the order they were taken. */
+  private taken: Taken[] = [];
+  /** Batches being written (at most {@link WRITERS}). */
+  private readonly writing = new Set<Promise<void>>();
   private unacked = 0;
   /** Callbacks of the client held while MQTT_MAX_IN_FLIGHT messages are unacknowledged: no packet is read meanwhile. */
   private held: ((error?: Error) => void)[] = [];
@@ -94,11 +107,11 @@ export class MqttIngest {
   }
 
   state(): MqttState {
-    const oldest = this.writing[0] ?? this.queue[0];
+    const oldest = this.taken[0]?.messages[0] ?? this.queue[0];
     return { connected: this.client.connected, unacked: this.unacked, lagSeconds: oldest === undefined ? 0 : (Date.now() - oldest.receivedAt) / 1000 };
   }
 
-  /** Stops reading: the batch being written is finished (and acknowledged), the rest left to the broker; then disconnects. */
+  /** Stops reading: the batches being written are finished (and acknowledged), the rest left to the broker; then disconnects. */
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake?.();
@@ -138,25 +151,53 @@ export class MqttIngest {
   private async run(): Promise<void> {
     while (!this.stopping) {
       const first = this.queue[0];
-      // Waits for a first message, then lingers for more, counted from its arrival.
-      const wait = first === undefined ? Infinity : this.queue.length >= this.settings.batchMessages ? 0 : first.receivedAt + this.settings.lingerMs - Date.now();
+      // Waits for a free writer and a first message, then lingers for more, counted from its arrival.
+      const full = this.queue.length >= this.settings.batchMessages;
+      const wait = this.writing.size >= WRITERS || first === undefined ? Infinity : full ? 0 : first.receivedAt + this.settings.lingerMs - Date.now();
       if (wait > 0) {
         const woken = new Promise<void>((resolve) => (this.wake = resolve));
         await (wait === Infinity ? woken : Promise.race([sleep(wait), woken]));
         continue;
       }
-      this.writing = this.queue.splice(0, this.settings.batchMessages);
-      await this.write(this.writing);
-      this.writing = [];
+      const taken: Taken = { messages: this.queue.splice(0, this.settings.batchMessages), left: undefined };
+      this.taken.push(taken);
+      const writing = this.write(taken.messages)
+        .catch((err: unknown) => {
+          this.logger.error("mqtt batch not written; left unacknowledged", { messages: taken.messages.length, error: errorText(err) });
+          return taken.messages;
+        })
+        .then((left) => {
+          taken.left = new Set(left);
+          this.acknowledgeWritten();
+        });
+      this.writing.add(writing);
+      void writing.finally(() => {
+        this.writing.delete(writing);
+        this.wake?.();
+      });
+    }
+    await Promise.all(this.writing);
+  }
+
+  /**
+   * Acknowledges the batches written, from the first taken up to the first still being written:
+   * PUBACKs go in the order the messages came, even when a later batch commits first.
+   */
+  private acknowledgeWritten(): void {
+    for (let first = this.taken[0]; first?.left !== undefined; first = this.taken[0]) {
+      const left = first.left;
+      this.taken.shift();
+      this.acknowledge(left.size === 0 ? first.messages : first.messages.filter((m) => !left.has(m)));
     }
   }
 
   /**
-   * Writes a batch until it commits (a database that fails is tried again after a growing pause),
-   * publishes its dead letters, then acknowledges it. A batch that fails for a reason that does not
-   * pass is split into its messages, and a message that fails alone is a dead letter.
+   * Writes a batch until it commits (a database that fails is tried again after a growing pause) and
+   * publishes its dead letters; answers the messages not to acknowledge (all of a batch left to the
+   * broker at a stop, a dead letter the broker did not take). A batch that fails for a reason that
+   * does not pass is split into its messages, and a message that fails alone is a dead letter.
    */
-  private async write(batch: Received[]): Promise<void> {
+  private async write(batch: Received[]): Promise<Received[]> {
     let pause = RETRY_FIRST_MS;
     let failures = 0;
     for (;;) {
@@ -166,34 +207,35 @@ export class MqttIngest {
         this.metrics.stored.inc(outcome.stored);
         this.metrics.streamed.inc(outcome.streamed);
         if (failures > 0) this.logger.info("mqtt batch written after the database came back", { messages: batch.length, failures });
-        this.acknowledge(batch);
-        return;
+        return [];
       } catch (err) {
         failures++;
         this.metrics.batchFailures.inc();
         if (!passes(err)) {
           if (batch.length > 1) {
-            for (const message of batch) await this.write([message]);
-            return;
+            const left: Received[] = [];
+            for (const message of batch) left.push(...(await this.write([message])));
+            return left;
           }
-          await this.deadLetterAndAck(batch, `the database refused the message: ${errorText(err)}`);
-          return;
+          return this.deadLetterRefused(batch, `the database refused the message: ${errorText(err)}`);
         }
         if (failures === 1) this.logger.warn("mqtt batch not written; retrying, nothing acknowledged meanwhile", { messages: batch.length, error: errorText(err) });
         // At a stop the batch is left unacknowledged: the broker sends it again.
-        if (this.stopping) return;
+        if (this.stopping) return batch;
         await sleep(pause);
         pause = Math.min(pause * 2, RETRY_MAX_MS);
       }
     }
   }
 
-  private async deadLetterAndAck(batch: Received[], reason: string): Promise<void> {
+  /** Publishes the batch to the dead-letter topic; answers the messages not to acknowledge: none once the broker has them, else all. */
+  private async deadLetterRefused(batch: Received[], reason: string): Promise<Received[]> {
     try {
       await this.deadLetter(batch.map((message) => ({ message, reason })));
-      this.acknowledge(batch);
+      return [];
     } catch (err) {
       this.logger.warn("mqtt dead letter not published; the message is left unacknowledged", { error: errorText(err) });
+      return batch;
     }
   }
 
@@ -206,16 +248,35 @@ export class MqttIngest {
     for (const { message, reason } of letters.slice(0, 10)) this.logger.info("mqtt message refused, published to the dead-letter topic", { topic: message.topic, reason });
   }
 
-  /** Sends the PUBACKs of a batch in the order its messages came, those of the current connection only. */
+  /**
+   * Sends the PUBACKs of a batch in the order its messages came, those of the current connection
+   * only: one write to the connection for the whole batch.
+   */
   private acknowledge(batch: Received[]): void {
-    const sender = this.client as unknown as PacketSender;
+    const ids: number[] = [];
     for (const message of batch) {
       if (message.messageId === undefined || message.epoch !== this.epoch) continue;
       this.unacked--;
-      if (this.client.connected) sender._sendPacket({ cmd: "puback", messageId: message.messageId, reasonCode: 0 });
+      ids.push(message.messageId);
     }
+    if (ids.length > 0 && this.client.connected) this.client.stream.write(pubacks(ids));
     if (this.unacked < this.settings.maxInFlight) this.releaseHeld();
   }
+}
+
+/**
+ * PUBACK packets of the packet ids, back to back: each the fixed header 0x40, a remaining length of
+ * 2 and the id. MQTT 5 (§3.4.2.1) omits the reason code and properties of a success, so the same
+ * 4 bytes serve 3.1.1 and 5.
+ */
+export function pubacks(ids: number[]): Buffer {
+  const packets = Buffer.allocUnsafe(ids.length * 4);
+  for (let k = 0; k < ids.length; k++) {
+    packets[4 * k] = 0x40;
+    packets[4 * k + 1] = 2;
+    packets.writeUInt16BE(ids[k]!, 4 * k + 2);
+  }
+  return packets;
 }
 
 /** A fault that passes by itself (the database unreachable, slow or restarting): the batch is written again. */

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { decodePayload } from "../../src/mqtt/payloads.js";
 import { senmlRows } from "../../src/mqtt/senml.js";
-import { deadLetterPayload } from "../../src/mqtt/subscriber.js";
+import { deadLetterPayload, pubacks } from "../../src/mqtt/subscriber.js";
 import { eventsFilter, topicTarget } from "../../src/mqtt/topics.js";
 import { TEST_JWT_SECRET } from "../support/tokens.js";
 
@@ -73,12 +73,17 @@ describe("MQTT payloads and topics", () => {
     expect(letter(Buffer.from([0xff, 0x00]))).to.deep.equal({ reason: "why", topic: "t", receivedAt: "2026-06-01T12:00:00.000Z", payloadBase64: "/wA=" });
   });
 
+  it("writes the PUBACKs of a batch back to back, each 0x40, remaining length 2 and the packet id (MQTT 5 omits a success's reason code)", () => {
+    expect([...pubacks([1, 0x1234, 65535])]).to.deep.equal([0x40, 2, 0, 1, 0x40, 2, 0x12, 0x34, 0x40, 2, 0xff, 0xff]);
+    expect(pubacks([])).to.have.length(0);
+  });
+
   it("reads the MQTT settings: absent without MQTT_URL, a stable client id by default, problems named", () => {
     const base = { JWT_SECRET: TEST_JWT_SECRET };
     expect(loadConfig(base).mqtt).to.equal(undefined);
     const mqtt = loadConfig({ ...base, MQTT_URL: "mqtt://user:pw@broker:1883", MQTT_PASSWORD: "s3cret" }).mqtt!;
     expect(mqtt.clientId).to.equal(loadConfig({ ...base, MQTT_URL: "mqtt://broker" }).mqtt!.clientId);
-    expect(mqtt).to.include({ topicPrefix: "ingest", maxInFlight: 2000, batchMessages: 1000 });
+    expect(mqtt).to.include({ topicPrefix: "ingest", maxInFlight: 2000, batchMessages: 500 });
     expect(JSON.stringify(mqtt)).not.to.include("s3cret");
     const problems = (env: Record<string, string>) => {
       try {
