@@ -40,6 +40,7 @@ export function generateShapes(c: ShapeCounts): Shape[] {
 
   // Disconnected parts: statements no link or value joins.
   add("disconnected", "dp-issue", `Meter ?m2. Meter ?m5. Meter ?m3; attribute:ownerId ?m5.`); // 400
+  add("disconnected", "dp-issue-with-sites", `Site ?s. Meter ?m2. Meter ?m5. Meter ?m3; attribute:ownerId ?m5.`); // 2,000
   add("disconnected", "dp-two-keys", `Person ?p; entity:key "${person(1)}". Device ?d; entity:key "${device(1)}".`); // 1
   add("disconnected", "dp-key-and-type", `Agreement ?a; attribute:publicId "${agreement(7)}". Meter ?m.`); // 200
   add("disconnected", "dp-two-types", `Site ?s. Meter ?m.`); // 1,000
