@@ -7,7 +7,8 @@
  * its median time, its goal (50 ms on PostgreSQL, 200 ms on the embedded database, 20 ms for the
  * issue's value join), whether it met it, and its outcome (rows, or the problem: row limit, work
  * limit, time-out). A shape meets its goal when it answers within it, or, when its answer is larger
- * than QUERY_MAX_ROWS, when it ends with the row-limit problem within it. Whether an answer fits is
+ * than QUERY_MAX_ROWS, when it ends with the row-limit problem (the issue's "or"; a refusal slower
+ * than the time goal is listed apart, and marked `yes*`). Whether an answer fits is
  * what the timed run tells; a run stopped by the time or work limit is run once more without
  * them (PostgreSQL: `--reference-timeout-ms`; embedded: 20 × the work limit) to find out. The
  * tenant is vacuumed after the seeding (`--vacuum=false`: not), as autovacuum leaves a table in time.

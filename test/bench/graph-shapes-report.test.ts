@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { compareFiles, formatComparison, meetsGoal, type BackendRun, type ShapeResult, type ShapesFile } from "../../bench/graph-shapes-report.js";
+import { compareFiles, formatComparison, meetsGoal, slowRefusal, type BackendRun, type ShapeResult, type ShapesFile } from "../../bench/graph-shapes-report.js";
 
 function shape(name: string, p50Ms: number, outcome: ShapeResult["outcome"], met: boolean): ShapeResult {
   return { name, category: "hub", source: `T ?${name}.`, goalMs: 50, p50Ms, runsMs: [p50Ms], outcome, answerSize: "fits", met };
@@ -19,6 +19,10 @@ describe("graph-shapes benchmark report", () => {
     expect(meetsGoal("rows", "fits", 50, 50)).to.equal(true);
     expect(meetsGoal("rows", "fits", 50.1, 50)).to.equal(false);
     expect(meetsGoal("row-limit", "exceeds", 10, 50), "a too large answer refused fast").to.equal(true);
+    expect(meetsGoal("row-limit", "exceeds", 400, 50), "refused slowly: still the issue's 'or'").to.equal(true);
+    expect(slowRefusal({ outcome: "row-limit", p50Ms: 400, goalMs: 50, met: true }), "but listed apart").to.equal(true);
+    expect(slowRefusal({ outcome: "row-limit", p50Ms: 40, goalMs: 50, met: true })).to.equal(false);
+    expect(meetsGoal("time-out", "exceeds", 5000, 50), "a too large answer must be refused for its rows").to.equal(false);
     expect(meetsGoal("row-limit", "fits", 10, 50), "an answer that fits, refused").to.equal(false);
     expect(meetsGoal("rows", "exceeds", 10, 50)).to.equal(false);
     expect(meetsGoal("work-limit", "fits", 10, 50), "the work limit is never the expected outcome").to.equal(false);
