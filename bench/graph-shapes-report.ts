@@ -126,7 +126,9 @@ export function compareFiles(before: ShapesFile, after: ShapesFile): ShapeCompar
 export function formatComparison(before: ShapesFile, after: ShapesFile): string[] {
   const rows = compareFiles(before, after);
   const lines = [`before: ${before.build} (${before.date})`, `after:  ${after.build} (${after.date})`];
-  const side = (s: ShapeResult | undefined) => (s === undefined ? "—" : `${ms(s.p50Ms)} ${s.met ? "met" : "NO"} ${describeOutcome(s)}`);
+  // The goal judged again by this rule, not read from the files: two builds of the bench compare alike.
+  const met = (s: ShapeResult | undefined) => s !== undefined && meetsGoal(s.outcome, s.answerSize, s.p50Ms, s.goalMs);
+  const side = (s: ShapeResult | undefined) => (s === undefined ? "—" : `${ms(s.p50Ms)} ${met(s) ? "met" : "NO"} ${describeOutcome(s)}`);
   for (const backend of [...new Set(rows.map((r) => r.backend))]) {
     const mine = rows.filter((r) => r.backend === backend);
     const scaleOf = (file: ShapesFile) => file.runs.find((r) => r.backend === backend);
@@ -136,8 +138,8 @@ export function formatComparison(before: ShapesFile, after: ShapesFile): string[
     for (const r of mine) {
       lines.push(`${r.name.padEnd(24)} ${side(r.before).padEnd(26)} ${side(r.after).padEnd(26)} ${r.ratio === undefined ? "" : `${r.ratio.toFixed(2)}x`}`);
     }
-    const met = (pick: (r: ShapeComparison) => ShapeResult | undefined) => mine.filter((r) => pick(r)?.met === true).length;
-    lines.push(`${backend}: goal met by ${met((r) => r.before)} shapes before, ${met((r) => r.after)} after, of ${mine.length}`);
+    const count = (pick: (r: ShapeComparison) => ShapeResult | undefined) => mine.filter((r) => met(pick(r))).length;
+    lines.push(`${backend}: goal met by ${count((r) => r.before)} shapes before, ${count((r) => r.after)} after, of ${mine.length}`);
   }
   return lines;
 }

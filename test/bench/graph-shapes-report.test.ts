@@ -55,4 +55,12 @@ describe("graph-shapes benchmark report", () => {
     expect(lines.find((l) => l.startsWith("b "))).to.match(/^b\s+10\.0 met rows\s+20\.0 met rows\s+2\.00x$/);
     expect(lines.at(-1)).to.equal("postgres: goal met by 1 shapes before, 2 after, of 2");
   });
+
+  it("judges the goal again from each file's figures rather than trusting its verdict", () => {
+    const refused = { ...shape("big", 400, "row-limit", false), answerSize: "exceeds" as const };
+    const slow = shape("slow", 60, "rows", true);
+    const lines = formatComparison(file("old", "postgres", [refused, slow]), file("new", "postgres", [refused, slow]));
+    expect(lines.find((l) => l.startsWith("big "))).to.match(/^big\s+400 met row-limit\s+400 met row-limit\s+1\.00x$/);
+    expect(lines.find((l) => l.startsWith("slow "))).to.match(/^slow\s+60\.0 NO rows\s+60\.0 NO rows\s+1\.00x$/);
+  });
 });
