@@ -44,35 +44,52 @@ export function utcDay(t: number): string {
   return new Date(Math.floor(t / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
 }
 
-/** The items and UTC days of the events written, each pair once, as two columns (cheapest for events in key order: item, then time). */
-export function writtenDays(events: readonly { itemId: string; timestamp: Date }[]): { items: string[]; days: string[] } {
-  const seen = new Set<string>();
-  const items: string[] = [];
-  const days: string[] = [];
-  let lastItem: string | undefined;
-  let lastDay = Number.NaN;
+const CELL_MS = 900_000;
+/** The origin of the cells' 15-minute bins. */
+const EPOCH = "timestamptz '2000-01-01T00:00:00Z'";
+
+/** The days written: per item and UTC day, the first and the last quarter hour its events fall in (`lo` and `hi`, ISO instants of their starts), as columns. */
+export interface WrittenDays {
+  items: string[];
+  days: string[];
+  los: string[];
+  his: string[];
+}
+
+/** The items and UTC days of the events written, each pair once with the quarter hours its events span (cheapest for events in key order: item, then time). */
+export function writtenDays(events: readonly { itemId: string; timestamp: Date }[]): WrittenDays {
+  const spans = new Map<string, { item: string; day: number; lo: number; hi: number }>();
+  let last: { item: string; day: number; lo: number; hi: number } | undefined;
   for (const { itemId, timestamp } of events) {
-    const day = Math.floor(timestamp.getTime() / DAY_MS);
-    if (itemId === lastItem && day === lastDay) continue;
-    lastItem = itemId;
-    lastDay = day;
-    const key = `${itemId}/${day}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    items.push(itemId);
-    days.push(utcDay(day * DAY_MS));
+    const t = timestamp.getTime();
+    const day = Math.floor(t / DAY_MS);
+    if (last === undefined || last.item !== itemId || last.day !== day) {
+      const key = `${itemId}/${day}`;
+      last = spans.get(key);
+      if (last === undefined) spans.set(key, (last = { item: itemId, day, lo: t, hi: t }));
+    }
+    if (t < last.lo) last.lo = t;
+    if (t > last.hi) last.hi = t;
   }
-  return { items, days };
+  const written: WrittenDays = { items: [], days: [], los: [], his: [] };
+  for (const { item, day, lo, hi } of spans.values()) {
+    written.items.push(item);
+    written.days.push(utcDay(day * DAY_MS));
+    written.los.push(new Date(Math.floor(lo / CELL_MS) * CELL_MS).toISOString());
+    written.his.push(new Date(Math.floor(hi / CELL_MS) * CELL_MS).toISOString());
+  }
+  return written;
 }
 
 /**
  * The member `marked` of a statement's `WITH`, which marks the days written ({@link writtenDays}):
  * a write of events marks them in its own transaction, here in the same statement as its probe.
  */
-export function markingMember(tenant: string, written: { items: string[]; days: string[] }): Statement {
+export function markingMember(tenant: string, written: WrittenDays): Statement {
   return {
-    sql: "marked as (insert into rollup_dirty (tenant, item_id, day) select ?, m.item_id, m.day from unnest(?::uuid[], ?::date[]) as m(item_id, day))",
-    bindings: [tenant, written.items, written.days],
+    sql: `marked as (insert into rollup_dirty (tenant, item_id, day, lo, hi)
+            select ?, m.item_id, m.day, m.lo, m.hi from unnest(?::uuid[], ?::date[], ?::timestamptz[], ?::timestamptz[]) as m(item_id, day, lo, hi))`,
+    bindings: [tenant, written.items, written.days, written.los, written.his],
   };
 }
 
@@ -80,7 +97,9 @@ export function markingMember(tenant: string, written: { items: string[]; days: 
 export async function deleteAndMark(knex: Knex, tenant: string, itemId: string, from: Date, to: Date): Promise<number> {
   const { rows } = (await knex.raw(
     `with deleted as (delete from events where tenant = ? and item_id = ? and ts >= ? and ts < ? returning ts),
-          marked as (insert into rollup_dirty (tenant, item_id, day) select distinct ?, ?::uuid, (ts at time zone 'UTC')::date from deleted)
+          marked as (insert into rollup_dirty (tenant, item_id, day, lo, hi)
+            select ?, ?::uuid, (ts at time zone 'UTC')::date, date_bin('15 minutes', min(ts), ${EPOCH}), date_bin('15 minutes', max(ts), ${EPOCH})
+            from deleted group by 3)
      select count(*)::int as n from deleted`,
     [tenant, itemId, from, to, tenant, itemId],
   )) as { rows: { n: number }[] };
@@ -143,12 +162,14 @@ export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScop
   for (;;) {
     const { n, all } = await knex.transaction(async (trx) => {
       await trx.raw("select pg_advisory_xact_lock(?, hashtext(?))", [LOCK_CLASS, tenant]);
-      const marks = await rawRows<{ id: string; item_id: string; day: string }>(trx, {
-        sql: `select id::text, item_id, day::text as day from rollup_dirty where ${where.sql} order by id limit ${RECONCILE_BATCH}`,
+      const marks = await rawRows<{ id: string; item_id: string; day: string; lo: number | null; hi: number | null }>(trx, {
+        sql: `select id::text, item_id, day::text as day, (extract(epoch from lo) * 1000)::float8 as lo, (extract(epoch from hi) * 1000)::float8 as hi
+              from rollup_dirty where ${where.sql} order by id limit ${RECONCILE_BATCH}`,
         bindings: where.bindings,
       });
-      // The days to rebuild, each once, in the marks' order, with the marks that name it.
-      const days = new Map<string, { item: string; day: string; ids: string[] }>();
+      // The days to rebuild, each once, in the marks' order, with the marks that name it and the
+      // quarter hours they span together, [from, to) (a mark without its span: the whole day).
+      const days = new Map<string, { item: string; day: string; from: number; to: number; ids: string[] }>();
       const dropped: string[] = [];
       for (const m of marks) {
         if (floor !== undefined && Date.parse(`${m.day}T00:00:00Z`) + DAY_MS <= floor.getTime()) {
@@ -156,9 +177,15 @@ export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScop
           continue;
         }
         const key = `${m.item_id}/${m.day}`;
+        const start = Date.parse(`${m.day}T00:00:00Z`);
+        const [from, to] = m.lo === null || m.hi === null ? [start, start + DAY_MS] : [m.lo, m.hi + CELL_MS];
         const found = days.get(key);
-        if (found === undefined) days.set(key, { item: m.item_id, day: m.day, ids: [m.id] });
-        else found.ids.push(m.id);
+        if (found === undefined) days.set(key, { item: m.item_id, day: m.day, from, to, ids: [m.id] });
+        else {
+          found.from = Math.min(found.from, from);
+          found.to = Math.max(found.to, to);
+          found.ids.push(m.id);
+        }
       }
       const done = [...dropped];
       const todo = [...days.values()];
@@ -168,14 +195,13 @@ export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScop
         if (boundMs !== undefined && at > 0 && performance.now() - started > TRANSACTION_STATEMENTS * boundMs) break;
         const chunk = todo.slice(at, at + pace.span.marks);
         if (pace.span.slices === 1) {
-          // Whole days: the chunk's in one statement.
-          await rebuildCells(trx, tenant, pace, chunk.map(({ item, day }) => ({ item, from: new Date(`${day}T00:00:00Z`), to: new Date(Date.parse(`${day}T00:00:00Z`) + DAY_MS) })));
+          // Whole spans: the chunk's in one statement.
+          await rebuildCells(trx, tenant, pace, chunk.map(({ item, from, to }) => ({ item, from: new Date(from), to: new Date(to) })));
           pace.adapt();
         } else {
-          // One day in slices, each as long as the pace says after the one before (all on the quarter hour).
-          const { item, day } = chunk[0]!;
-          const end = Date.parse(`${day}T00:00:00Z`) + DAY_MS;
-          for (let from = end - DAY_MS; from < end; ) {
+          // One day's span in slices, each as long as the pace says after the one before (all on the quarter hour).
+          const { item, from: first, to: end } = chunk[0]!;
+          for (let from = first; from < end; ) {
             const to = Math.min(end, from + DAY_MS / pace.span.slices);
             await rebuildCells(trx, tenant, pace, [{ item, from: new Date(from), to: new Date(to) }]);
             pace.adapt();
@@ -235,7 +261,7 @@ async function rebuildCells(trx: Knex, tenant: string, pace: Pace, ranges: CellR
        from (select distinct on (x.item_id, x.cell) x.item_id, x.cell, count(*) over w as n, sum(x.value::numeric) over w as sum, min(x.value) over w as min, max(x.value) over w as max,
                x.ts as open_ts, x.source_id as open_source, x.value as open,
                last_value(x.ts) over w as close_ts, last_value(x.source_id) over w as close_source, last_value(x.value) over w as close
-             from (select e.item_id, date_bin('15 minutes', e.ts, timestamptz '2000-01-01T00:00:00Z') as cell, e.ts, e.source_id, e.value
+             from (select e.item_id, date_bin('15 minutes', e.ts, ${EPOCH}) as cell, e.ts, e.source_id, e.value
                    from ${m} cross join lateral (select e.item_id, e.ts, e.source_id, e.value from events e where e.tenant = ? and e.item_id = m.item_id and e.ts >= m.lo and e.ts < m.hi) as e) as x
              window w as (partition by x.item_id, x.cell order by x.ts, x.source_id rows between unbounded preceding and unbounded following)
              order by x.item_id, x.cell, x.ts, x.source_id) as y`,

@@ -263,6 +263,27 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     expect(await compare(ids, q)).to.equal(true);
   });
 
+  it("rebuilds only the quarter hours a write touched, not its whole day; a mark without its span (written before migration 012), the whole day", async () => {
+    const ids = await items();
+    const day = WINDOW_FROM;
+    await ingestEvents(ctx.db.knex, ctx.tenant, Array.from({ length: 96 }, (_, k) => ({ itemId: ids[0], timestamp: new Date(day + k * 900_000).toISOString(), value: k })));
+    await drainMarks(ctx.db.knex);
+    const cell = (t: number) => ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant, item_id: ids[0], cell: new Date(t) }).first<{ n: number } | undefined>();
+    // A cell changed behind the reconcile's back: rebuilt only if a mark's span covers it.
+    await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant, item_id: ids[0], cell: new Date(day) }).update({ n: 12345 });
+    await ingestEvents(ctx.db.knex, ctx.tenant, [{ itemId: ids[0], timestamp: new Date(day + 12 * 3_600_000 + 7 * 60_000).toISOString(), value: 1 }]);
+    await deleteEvents(ctx.db.knex, ctx.tenant, ids[0]!, new Date(day + 3 * 3_600_000), new Date(day + 3.5 * 3_600_000));
+    await drainMarks(ctx.db.knex);
+    expect((await cell(day))?.n).to.equal(12345);
+    expect((await cell(day + 12 * 3_600_000))?.n).to.equal(2);
+    expect(await cell(day + 3 * 3_600_000)).to.equal(undefined);
+    expect(await cell(day + 3.25 * 3_600_000)).to.equal(undefined);
+    expect((await cell(day + 3.5 * 3_600_000))?.n).to.equal(1);
+    await ctx.db.knex("rollup_dirty").insert({ tenant: ctx.tenant, item_id: ids[0], day: new Date(day).toISOString().slice(0, 10) });
+    await drainMarks(ctx.db.knex);
+    expect((await cell(day))?.n).to.equal(1);
+  });
+
   it("a deleted Item leaves no rollups; its events answered again once re-sent", async () => {
     const ids = await items();
     const events = Array.from({ length: 200 }, (_, k) => ({ itemId: ids[0], timestamp: new Date(WINDOW_FROM + k * 900_000).toISOString(), value: k }));
