@@ -196,14 +196,14 @@ export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScop
         const chunk = todo.slice(at, at + pace.span.marks);
         if (pace.span.slices === 1) {
           // Whole spans: the chunk's in one statement.
-          await rebuildCells(trx, tenant, pace, chunk.map(({ item, from, to }) => ({ item, from: new Date(from), to: new Date(to) })));
+          await rebuildCells(trx, tenant, pace, chunk.map(({ item, from, to }) => ({ item, from, to })));
           pace.adapt();
         } else {
           // One day's span in slices, each as long as the pace says after the one before (all on the quarter hour).
           const { item, from: first, to: end } = chunk[0]!;
           for (let from = first; from < end; ) {
             const to = Math.min(end, from + DAY_MS / pace.span.slices);
-            await rebuildCells(trx, tenant, pace, [{ item, from: new Date(from), to: new Date(to) }]);
+            await rebuildCells(trx, tenant, pace, [{ item, from, to }]);
             pace.adapt();
             from = to;
           }
@@ -223,21 +223,31 @@ export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScop
   }
 }
 
+/**
+ * An instant as PostgreSQL reads it. The end of the last day the service takes, 9999-12-31, is
+ * 10000-01-01, which JavaScript writes `+010000-01-01T…` — text PostgreSQL refuses (PGlite's
+ * binding of a Date is that text).
+ */
+function instantText(t: number): string {
+  const iso = new Date(t).toISOString();
+  return iso.startsWith("+") ? iso.slice(1).replace(/^0+/, "") : iso;
+}
+
 /** A time range of one item's events whose cells are rebuilt: `[from, to)`, on the quarter hour. */
 interface CellRange {
   item: string;
-  from: Date;
-  to: Date;
+  from: number;
+  to: number;
 }
 
 /** The ranges of one group, those of an item that touch or overlap made one (consecutive marked days: one index range scan). */
 function coalesced(group: CellRange[]): CellRange[] {
-  const sorted = [...group].sort((x, y) => (x.item < y.item ? -1 : x.item > y.item ? 1 : x.from.getTime() - y.from.getTime()));
+  const sorted = [...group].sort((x, y) => (x.item < y.item ? -1 : x.item > y.item ? 1 : x.from - y.from));
   const merged: CellRange[] = [];
   for (const r of sorted) {
     const last = merged[merged.length - 1];
-    if (last !== undefined && last.item === r.item && r.from.getTime() <= last.to.getTime()) {
-      if (r.to.getTime() > last.to.getTime()) last.to = r.to;
+    if (last !== undefined && last.item === r.item && r.from <= last.to) {
+      if (r.to > last.to) last.to = r.to;
     } else merged.push({ ...r });
   }
   return merged;
@@ -251,7 +261,7 @@ function coalesced(group: CellRange[]): CellRange[] {
  */
 async function rebuildCells(trx: Knex, tenant: string, pace: Pace, ranges: CellRange[]): Promise<void> {
   const group = coalesced(ranges);
-  const bounds = [group.map((r) => r.item), group.map((r) => r.from), group.map((r) => r.to)];
+  const bounds = [group.map((r) => r.item), group.map((r) => instantText(r.from)), group.map((r) => instantText(r.to))];
   const m = "unnest(?::uuid[], ?::timestamptz[], ?::timestamptz[]) as m(item_id, lo, hi)";
   await pace.run(() => trx.raw(`delete from rollup_cells c using ${m} where c.tenant = ? and c.item_id = m.item_id and c.cell >= m.lo and c.cell < m.hi`, [...bounds, tenant]));
   await pace.run(() =>

@@ -284,6 +284,25 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     expect((await cell(day))?.n).to.equal(1);
   });
 
+  it("rolls up the last day the service takes, 9999-12-31 (its end, 10000-01-01, bound as PostgreSQL reads it)", async () => {
+    const ids = await items();
+    const last = Date.parse("9999-12-31T23:59:59.998Z"); // the last instant an event may have
+    await ingestEvents(ctx.db.knex, ctx.tenant, [
+      { itemId: ids[0], timestamp: new Date(last).toISOString(), value: 2 },
+      { itemId: ids[0], timestamp: "9999-12-31T00:00:00.000Z", value: 3 },
+    ]);
+    await ctx.db.knex("rollup_dirty").insert({ tenant: ctx.tenant, item_id: ids[0], day: "9999-12-31" });
+    for (const boundMs of [undefined, 0]) {
+      expect(await drainMarks(ctx.db.knex, undefined, boundMs)).to.be.greaterThan(0);
+      const cells = await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant, item_id: ids[0] }).orderBy("cell").select("n", "sum");
+      expect(cells.map((c: { n: number; sum: number }) => [Number(c.n), c.sum])).to.deep.equal([
+        [1, 3],
+        [1, 2],
+      ]);
+      await ctx.db.knex("rollup_dirty").insert({ tenant: ctx.tenant, item_id: ids[0], day: "9999-12-31" });
+    }
+  });
+
   it("a deleted Item leaves no rollups; its events answered again once re-sent", async () => {
     const ids = await items();
     const events = Array.from({ length: 200 }, (_, k) => ({ itemId: ids[0], timestamp: new Date(WINDOW_FROM + k * 900_000).toISOString(), value: k }));
