@@ -163,7 +163,7 @@ export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScop
     const { n, all } = await knex.transaction(async (trx) => {
       await trx.raw("select pg_advisory_xact_lock(?, hashtext(?))", [LOCK_CLASS, tenant]);
       const marks = await rawRows<{ id: string; item_id: string; day: string; lo: number | null; hi: number | null }>(trx, {
-        sql: `select id::text, item_id, day::text as day, (extract(epoch from lo) * 1000)::float8 as lo, (extract(epoch from hi) * 1000)::float8 as hi
+        sql: `select id::text, item_id, day::text as day, date_part('epoch', lo) * 1000 as lo, date_part('epoch', hi) * 1000 as hi
               from rollup_dirty where ${where.sql} order by id limit ${RECONCILE_BATCH}`,
         bindings: where.bindings,
       });
