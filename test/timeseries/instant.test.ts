@@ -45,7 +45,9 @@ describe("the fast readers and writers of the ingest path", () => {
     fc.assert(
       fc.property(canonical, (t) => {
         const luxon = DateTime.fromISO(t, { zone: "utc", setZone: true });
-        const expected = luxon.isValid ? luxon.toMillis() : undefined;
+        // Luxon takes ISO 8601's 24:00:00 (the end of a day); the service refuses it, as RFC 3339's
+        // hours (00–23) do and as the general reading always has (instant: hour > 23).
+        const expected = luxon.isValid && t.slice(11, 13) !== "24" ? luxon.toMillis() : undefined;
         expect(instant(t)?.getTime(), t).to.equal(expected);
         const fast = canonicalInstant(t);
         // The fast reader answers for every possible date of its form, and only for its form.
@@ -56,6 +58,12 @@ describe("the fast readers and writers of the ingest path", () => {
     for (const t of ["2024-02-29T00:00:00Z", "2023-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2000-02-29T23:59:59.999Z", "0000-01-01T00:00:00.000Z"]) {
       const luxon = DateTime.fromISO(t, { zone: "utc", setZone: true });
       expect(canonicalInstant(t), t).to.equal(luxon.isValid ? luxon.toMillis() : undefined);
+    }
+    // The case fast-check found once in many thousand runs: luxon's end of day, refused by both readers.
+    for (const t of ["1115-03-05T24:00:00.000Z", "3433-01-24T24:00:00Z"]) {
+      expect(DateTime.fromISO(t, { zone: "utc", setZone: true }).isValid, t).to.equal(true);
+      expect(canonicalInstant(t), t).to.equal(undefined);
+      expect(instant(t), t).to.equal(undefined);
     }
   });
 
