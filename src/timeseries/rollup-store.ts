@@ -188,15 +188,15 @@ export async function reconcile(knex: Knex, tenant: string, scope: ReconcileScop
         }
       }
       const done = [...dropped];
-      const todo = [...days.values()];
-      const zones = todo.length === 0 ? [] : ((await trx("rollup_zones").where({ tenant }).select("zone")) as { zone: string }[]).map((z) => z.zone);
+      const spans = [...days.values()];
+      const zones = spans.length === 0 ? [] : ((await trx("rollup_zones").where({ tenant }).select("zone")) as { zone: string }[]).map((z) => z.zone);
       const started = performance.now();
-      for (let at = 0; at < todo.length; ) {
+      for (let at = 0; at < spans.length; ) {
         if (boundMs !== undefined && at > 0 && performance.now() - started > TRANSACTION_STATEMENTS * boundMs) break;
-        const chunk = todo.slice(at, at + pace.span.marks);
+        const chunk = spans.slice(at, at + pace.span.marks);
         if (pace.span.slices === 1) {
           // Whole spans: the chunk's in one statement.
-          await rebuildCells(trx, tenant, pace, chunk.map(({ item, from, to }) => ({ item, from, to })));
+          await rebuildCells(trx, tenant, pace, chunk);
           pace.adapt();
         } else {
           // One day's span in slices, each as long as the pace says after the one before (all on the quarter hour).
@@ -248,7 +248,7 @@ function coalesced(group: CellRange[]): CellRange[] {
     const last = merged[merged.length - 1];
     if (last !== undefined && last.item === r.item && r.from <= last.to) {
       if (r.to > last.to) last.to = r.to;
-    } else merged.push({ ...r });
+    } else merged.push({ item: r.item, from: r.from, to: r.to });
   }
   return merged;
 }
