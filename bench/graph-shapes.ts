@@ -11,10 +11,12 @@
  * than the time goal is listed apart, and marked `yes*`). Whether an answer fits is
  * what the timed run tells; a run stopped by the time or work limit is run once more without
  * them (PostgreSQL: `--reference-timeout-ms`; embedded: 20 × the work limit) to find out. The
- * tenant is vacuumed after the seeding (`--vacuum=false`: not), as autovacuum leaves a table in time.
+ * tenant is vacuumed after the seeding (`--vacuum=false`: not), as autovacuum leaves a table in time,
+ * and its graph statistics are read for the planner before the first shape (`--statistics=false`:
+ * not; each query is then planned by its pattern alone, as before issue 30's point 3).
  *
  *   npm run build && node dist/bench/graph-shapes.js [--backend=postgres,embedded] [--scale=1]
- *     [--embedded-scale=1] [--iterations=11] [--only=name,name] [--out=FILE] [--vacuum=true]
+ *     [--embedded-scale=1] [--iterations=11] [--only=name,name] [--out=FILE] [--vacuum=true] [--statistics=true]
  *     [--reference-timeout-ms=120000] [--database-url=…] [--tenant=NAME --keep=true]
  *   node dist/bench/graph-shapes.js --compare=before.json,after.json
  *
@@ -31,6 +33,7 @@ import { openDatabase, type Database } from "../src/db/database.js";
 import { ProblemError } from "../src/errors.js";
 import { compileQuery } from "../src/graph/query/compiler.js";
 import { executeQuery, VISITS_PER_MATCH_ROW, type QueryLimits, type QueryOutput } from "../src/graph/query/execute.js";
+import { refreshGraphStatistics } from "../src/graph/query/statistics.js";
 import { parseQuery } from "../src/graph/query/parser.js";
 import {
   formatComparison,
@@ -92,6 +95,7 @@ async function measureBackend(backend: "postgres" | "embedded", scale: number): 
   const only = option("only", "");
   const keep = option("keep", "false") === "true" && backend === "postgres";
   const vacuum = option("vacuum", "true") === "true";
+  const statistics = option("statistics", "true") === "true";
   const databaseUrl = backend === "postgres" ? option("database-url", "postgres://postgres@127.0.0.1:5432/test") : undefined;
   const db = await openDatabase({ databaseUrl, dataDir: "memory://", poolSize: 4, queryTimeoutMs: timeoutMs });
   // The run without the time limit needs a graph pool of its own: the service's read time-out follows its statement_timeout.
@@ -115,8 +119,14 @@ async function measureBackend(backend: "postgres" | "embedded", scale: number): 
       await db.knex.raw("vacuum analyze links");
     }
     const vacuumMs = performance.now() - started - seedMs;
+    // The tenant's statistics for the planner (src/graph/query/statistics.ts), read as its first
+    // query would start them, but awaited: every shape is measured with them.
+    const statisticsStarted = performance.now();
+    if (statistics) await refreshGraphStatistics(db.graph, tenant);
+    const statisticsMs = performance.now() - statisticsStarted;
     console.log(
-      `${backend}: ${existing > 0 && keep ? "reused" : "seeded"} ${entities} entities (scale ${scale}) in ${(seedMs / 1000).toFixed(1)} s, ${vacuum ? `vacuumed in ${(vacuumMs / 1000).toFixed(1)} s` : "not vacuumed"}; ` +
+      `${backend}: ${existing > 0 && keep ? "reused" : "seeded"} ${entities} entities (scale ${scale}) in ${(seedMs / 1000).toFixed(1)} s, ${vacuum ? `vacuumed in ${(vacuumMs / 1000).toFixed(1)} s` : "not vacuumed"}, ` +
+        `${statistics ? `graph statistics read in ${statisticsMs.toFixed(0)} ms` : "no graph statistics"}; ` +
         `limits: QUERY_TIMEOUT_MS ${timeoutMs}${backend === "embedded" ? " (does not hold)" : ""}, QUERY_MAX_ROWS ${maxRows}` +
         `${backend === "embedded" ? `, work limit ${maxVisits} visits` : ""}`,
     );

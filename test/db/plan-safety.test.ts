@@ -7,6 +7,7 @@ import { GRAPH_SESSION_SETTINGS, openDatabase, type Database } from "../../src/d
 import { EXAMPLE_QUERY } from "../../src/demo/seed.js";
 import { compileQuery, type CompiledQuery } from "../../src/graph/query/compiler.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
+import { refreshGraphStatistics, type GraphStatistics } from "../../src/graph/query/statistics.js";
 import { TEST_DATABASE_URL } from "../support/backends.js";
 
 /**
@@ -38,6 +39,8 @@ describe("graph plans made once per statement, on tenants of very different size
   let db: Database | undefined;
   let generic: pg.Client | undefined;
   let custom: pg.Client | undefined;
+  /** Each tenant's statistics (src/graph/query/statistics.ts): a plan made for one tenant's may run on any tenant of its bucket. */
+  const statistics = new Map<string, GraphStatistics>();
 
   before(async () => {
     const client = new pg.Client({ connectionString: admin.toString() });
@@ -55,6 +58,7 @@ describe("graph plans made once per statement, on tenants of very different size
     } finally {
       await seeder.destroy();
     }
+    for (const tenant of [BIG, SMALL]) statistics.set(tenant, await refreshGraphStatistics(db.graph, tenant));
     generic = new pg.Client({ connectionString: url.toString(), options: GRAPH_SESSION_SETTINGS });
     custom = new pg.Client({ connectionString: url.toString(), options: "-c join_collapse_limit=1 -c plan_cache_mode=force_custom_plan" });
     await generic.connect();
@@ -90,7 +94,8 @@ describe("graph plans made once per statement, on tenants of very different size
     return plan["Shared Hit Blocks"] + plan["Shared Read Blocks"];
   };
 
-  const cases: { title: string; query: string; tenant: string; params: Record<string, unknown> }[] = [
+  /** `plannedFor`: the statement planned by that tenant's statistics (issue 30 point 3), run on `tenant`. */
+  const cases: { title: string; query: string; tenant: string; params: Record<string, unknown>; plannedFor?: string }[] = [
     { title: "the example, large tenant", query: EXAMPLE_QUERY, tenant: BIG, params: { tenantId: BIG, publicId: "AGR-4711" } },
     { title: "the example, small tenant", query: EXAMPLE_QUERY, tenant: SMALL, params: { tenantId: SMALL, publicId: "AGR-1" } },
     { title: "a selective attribute lookup, large tenant", query: `Agreement ?a; attribute:publicId \${p}.`, tenant: BIG, params: { p: "AGR-77" } },
@@ -124,11 +129,36 @@ describe("graph plans made once per statement, on tenants of very different size
       params: { t: "ELECTRICITY" },
     },
     { title: "a lookup by key, small tenant", query: `Agreement ?a; entity:key \${k}; link:hasProduct AgreementProduct:?p.`, tenant: SMALL, params: { k: "AGR-2" } },
+    // Plans by statistics (issue 30 point 3), made for one tenant and run on either: a chain from the
+    // agreement to the access points holding a common value, each reached by id and its value only
+    // tested; an index set found by its type and an agreement by its attribute, their link checked.
+    ...[BIG, SMALL].flatMap((tenant) =>
+      [BIG, SMALL].map((plannedFor) => ({
+        title: `a chain to a common value planned for the ${plannedFor === BIG ? "large" : "small"} tenant, run on the ${tenant === BIG ? "large" : "small"} one`,
+        query: `Agreement ?a; attribute:publicId \${p}; link:hasProduct AgreementProduct:?p. AgreementProduct ?p; link:hasArrangement Arrangement:?ar.
+          Arrangement ?ar; link:hasAccessPointRelation AccessPointRelation:?r. AccessPointRelation ?r; link:accessPoint AccessPoint:?ap.
+          AccessPoint ?ap; attribute:accessPointType "ELECTRICITY".`,
+        tenant,
+        params: { p: tenant === BIG ? "AGR-4711" : "AGR-1" },
+        plannedFor,
+      })),
+    ),
+    {
+      title: "an index set found by type, an agreement by its attribute, their link checked, planned for the large tenant, run on the small one",
+      query: `IndexSet ?s. Agreement ?a; attribute:publicId \${p}; link:inIndexSet ?s.`,
+      tenant: SMALL,
+      params: { p: "AGR-2" },
+      plannedFor: BIG,
+    },
   ];
+  const compiledOf = (c: (typeof cases)[number]) => {
+    const compiled = compileQuery(parseQuery(c.query));
+    return c.plannedFor === undefined ? compiled : { ...compiled, ...compiled.planned(statistics.get(c.plannedFor)) };
+  };
 
   for (const c of cases) {
     it(`reads about what the best plan knowing the values reads: ${c.title}`, async () => {
-      const compiled = compileQuery(parseQuery(c.query));
+      const compiled = compiledOf(c);
       const bindings = compiled.bind({ tenant: c.tenant, params: c.params, maxRows: 100_000 });
       const best = await pagesRead(custom!, compiled, bindings);
       const once = await pagesRead(generic!, compiled, bindings);
@@ -150,7 +180,7 @@ describe("graph plans made once per statement, on tenants of very different size
     await tempted.connect();
     try {
       for (const c of cases) {
-        const compiled = compileQuery(parseQuery(c.query));
+        const compiled = compiledOf(c);
         const run = await explained(tempted, compiled, compiled.bind({ tenant: c.tenant, params: c.params, maxRows: 100_000 }));
         const text = JSON.stringify(run);
         expect(text, `${c.title}: a parallel plan`).not.to.match(/"Node Type":"Gather/);

@@ -3,9 +3,12 @@ import fc from "fast-check";
 import { EXAMPLE_QUERY } from "../../src/demo/seed.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
 import { planJoins, type JoinPlan, type PlanStep } from "../../src/graph/query/plan.js";
-import { patternModel, printPattern } from "../support/graph-arbitrary.js";
+import type { GraphStatistics } from "../../src/graph/query/statistics.js";
+import { patternModel, printPattern, statisticsModel } from "../support/graph-arbitrary.js";
 
-const plan = (source: string) => planJoins(parseQuery(source));
+const plan = (source: string, statistics?: GraphStatistics) => planJoins(parseQuery(source), statistics);
+/** A tenant's statistics, or none (the plan by the pattern alone): every property holds for both. */
+const someStatistics = fc.option(statisticsModel, { nil: undefined });
 
 /** A step as one line a person reads. */
 function describe_(step: PlanStep): string {
@@ -48,23 +51,23 @@ describe("graph query plan", () => {
     expect(walk(plan(`A ?a; attribute:y 2; link:r B:?b. B ?b; attribute:x 1; attribute:z 3.`))[0]).to.equal("find b");
   });
 
-  it("is the same plan for every writing of a pattern", () => {
+  it("is the same plan for every writing of a pattern, with any statistics or none", () => {
     const reordered = patternModel.chain((pattern) =>
       fc.tuple(fc.constant(pattern), fc.shuffledSubarray(pattern.statements, { minLength: pattern.statements.length }), fc.boolean()),
     );
     fc.assert(
-      fc.property(reordered, ([pattern, shuffled, reverse]) => {
+      fc.property(reordered, someStatistics, ([pattern, shuffled, reverse], statistics) => {
         const statements = shuffled.map((s) => (reverse ? { ...s, clauses: [...s.clauses].reverse() } : s));
-        expect(walk(plan(printPattern({ ...pattern, statements })))).to.deep.equal(walk(plan(printPattern(pattern))));
+        expect(walk(plan(printPattern({ ...pattern, statements }), statistics))).to.deep.equal(walk(plan(printPattern(pattern), statistics)));
       }),
       { numRuns: 1000 },
     );
   });
 
-  it("places every entity once, uses every link once from a placed end, binds every value label once before comparing it", () => {
+  it("places every entity once, uses every link once from a placed end, binds every value label once before comparing it, with any statistics or none", () => {
     fc.assert(
-      fc.property(patternModel, (pattern) => {
-        const p = plan(printPattern(pattern));
+      fc.property(patternModel, someStatistics, (pattern, statistics) => {
+        const p = plan(printPattern(pattern), statistics);
         const placed: string[] = [];
         const bound = new Set<string>();
         let linkSteps = 0;
@@ -114,10 +117,10 @@ describe("graph query plan", () => {
     ]);
   });
 
-  it("makes each part a connected component: every link and every use of a label within one part, each part connected", () => {
+  it("makes each part a connected component: every link and every use of a label within one part, each part connected, with any statistics or none", () => {
     fc.assert(
-      fc.property(patternModel, (pattern) => {
-        const p = plan(printPattern(pattern));
+      fc.property(patternModel, someStatistics, (pattern, statistics) => {
+        const p = plan(printPattern(pattern), statistics);
         const partOf = new Map(p.parts.flatMap((part, i) => part.entities.map((name) => [name, i] as const)));
         expect([...partOf.keys()].sort()).to.deep.equal(p.entities.map((e) => e.name).sort());
         // Edges of the pattern: links, and a label used as a value at an entity.

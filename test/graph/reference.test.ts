@@ -4,11 +4,12 @@ import fc from "fast-check";
 import { ProblemError } from "../../src/errors.js";
 import { upsertEntities } from "../../src/graph/entities.js";
 import { createLinks } from "../../src/graph/links.js";
-import { compileQuery } from "../../src/graph/query/compiler.js";
+import { compileQuery, type CompiledQuery } from "../../src/graph/query/compiler.js";
 import { executeGuardedQuery, executeQuery, type DefinitionGuard, type QueryOutput } from "../../src/graph/query/execute.js";
 import { parseQuery } from "../../src/graph/query/parser.js";
+import { refreshGraphStatistics, type GraphStatistics } from "../../src/graph/query/statistics.js";
 import { describeEachBackend, randomTenant, type BackendContext } from "../support/backends.js";
-import { graphModel, materialize, patternModel, printPattern, resolveParams, type GraphModel, type PatternModel } from "../support/graph-arbitrary.js";
+import { graphModel, materialize, patternModel, printPattern, resolveParams, statisticsModel, type GraphModel, type PatternModel } from "../support/graph-arbitrary.js";
 import { evaluateReference, type ReferenceGraph } from "../support/graph-reference.js";
 
 /** Graphs per run and patterns per graph: each pattern runs on two tenants, so cases = 2 × GRAPHS × PATTERNS per backend. */
@@ -23,6 +24,8 @@ interface Tenant {
   ids: string[];
   /** A stored API definition of the tenant: every case runs again guarded by it. */
   guard: DefinitionGuard;
+  /** The statistics every case is planned with: the tenant's own, made up ones, or none (the pattern's plan). */
+  statistics: GraphStatistics | undefined;
 }
 
 /** Stores a generated graph in a fresh tenant; two ids past the last entity stay dangling. */
@@ -35,7 +38,12 @@ async function store(ctx: BackendContext, model: GraphModel): Promise<Tenant> {
   const updatedAt = "2026-01-02T03:04:05.678Z";
   const guard: DefinitionGuard = { table: "api_definitions", externalId: "reference", id: randomUUID(), updatedAt };
   await ctx.db.knex("api_definitions").insert({ tenant: name, id: guard.id, external_id: guard.externalId, query: "-", updated_at: updatedAt });
-  return { name, graph, ids, guard };
+  return { name, graph, ids, guard, statistics: await refreshGraphStatistics(ctx.db.graph, name) };
+}
+
+/** The query planned with these statistics whatever the tenant's are. */
+function plannedWith(compiled: CompiledQuery, statistics: GraphStatistics | undefined): CompiledQuery {
+  return { ...compiled, planned: () => compiled.planned(statistics) };
 }
 
 /** Entity labels as ids, value labels as values: what the reference answers. */
@@ -58,7 +66,7 @@ async function check(ctx: BackendContext, tenant: Tenant, pattern: PatternModel,
   const where = `\n${source}\nparams ${JSON.stringify(params)} on ${ctx.name}`;
   let output: QueryOutput;
   try {
-    const compiled = compileQuery(query);
+    const compiled = plannedWith(compileQuery(query), tenant.statistics);
     output = await executeQuery(ctx.db.graph, compiled, tenant.name, params, LIMITS);
     // The same statement run only while a definition is current (as API requests run it): the
     // same answer while it is, no answer (the walk not run) once it is not.
@@ -80,11 +88,12 @@ async function check(ctx: BackendContext, tenant: Tenant, pattern: PatternModel,
 }
 
 describeEachBackend("graph queries against the reference evaluator", (ctx) => {
-  it(`answers ${GRAPHS * PATTERNS} random patterns, each on two tenants of random graphs (${2 * GRAPHS * PATTERNS} cases), exactly as the reference does`, async function () {
+  it(`answers ${GRAPHS * PATTERNS} random patterns, each on two tenants of random graphs (${2 * GRAPHS * PATTERNS} cases; planned with the first one's statistics, with made-up ones or none on the second), exactly as the reference does`, async function () {
     this.timeout(600_000);
+    const statistics = fc.option(statisticsModel, { nil: undefined });
     await fc.assert(
-      fc.asyncProperty(graphModel, graphModel, fc.array(patternModel, { minLength: PATTERNS, maxLength: PATTERNS }), async (first, second, patterns) => {
-        const tenants = [await store(ctx, first), await store(ctx, second)];
+      fc.asyncProperty(graphModel, graphModel, statistics, fc.array(patternModel, { minLength: PATTERNS, maxLength: PATTERNS }), async (first, second, made, patterns) => {
+        const tenants = [await store(ctx, first), { ...(await store(ctx, second)), statistics: made }];
         for (const pattern of patterns) {
           const source = printPattern(pattern);
           for (const tenant of tenants) await check(ctx, tenant, pattern, source, false);

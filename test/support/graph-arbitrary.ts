@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import type { AttributeValue, Scalar } from "../../src/graph/entity.js";
+import type { AttributeStatistics, GraphStatistics } from "../../src/graph/query/statistics.js";
 import type { ReferenceGraph } from "./graph-reference.js";
 
 /**
@@ -155,3 +156,20 @@ export function resolveParams(params: PatternModel["params"], ids: string[]): Re
   for (const [name, v] of Object.entries(params)) out[name] = v !== null && typeof v === "object" ? ids[v.ref % ids.length]! : (v as string | number | boolean);
   return out;
 }
+
+const count = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 20 }).map((e) => 2 ** e));
+const share = fc.integer({ min: 0, max: 10 }).map((e) => 2 ** -e);
+const attributeStatistics: fc.Arbitrary<AttributeStatistics> = fc.record({
+  held: share,
+  distinct: count,
+  common: fc.dictionary(fc.constantFrom(...[...STRINGS, ...KEYS].map((s) => JSON.stringify(s)), ...NUMBERS.map(String), "true", "false"), share, { maxKeys: 3 }),
+  exact: fc.boolean(),
+});
+
+/** Any statistics of a tenant of the generated types, relations and attributes, true or not: a plan must be right whatever they say. */
+export const statisticsModel: fc.Arbitrary<GraphStatistics> = fc.record({
+  types: fc.dictionary(fc.constantFrom(...TYPES), count),
+  relations: fc.dictionary(fc.constantFrom(...RELATIONS), fc.record({ links: count, sources: count, targets: count, self: count })),
+  attributes: fc.dictionary(fc.constantFrom(...TYPES), fc.dictionary(fc.constantFrom(...ATTRIBUTES), attributeStatistics)),
+  unsampledLinks: count,
+});

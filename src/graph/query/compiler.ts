@@ -1,12 +1,12 @@
 import { LRUCache } from "lru-cache";
-import { ProblemError } from "../../errors.js";
-import type { Query, Value } from "./ast.js";
+import type { Query } from "./ast.js";
 import { planJoins, type JoinPlan, type OutputLabel, type PlannedEntity, type PlanStep, type ValueSource } from "./plan.js";
+import type { GraphStatistics } from "./statistics.js";
+import { resolveValue, textOf, type QueryParameters } from "./values.js";
 
 export type { OutputLabel } from "./plan.js";
 
-/** Values for `${name}` parameters, by name. */
-export type QueryParameters = Readonly<Record<string, unknown>>;
+export type { QueryParameters } from "./values.js";
 
 export interface BindContext {
   tenant: string;
@@ -17,8 +17,8 @@ export interface BindContext {
   maxVisits?: number;
 }
 
-/** A query compiled once: SQL text with `?` placeholders, and how to bind them for one run. */
-export interface CompiledQuery {
+/** One plan of a query as a statement: SQL text with `?` placeholders, and how to bind them for one run. */
+export interface CompiledStatement {
   labels: OutputLabel[];
   parameters: string[];
   sql: string;
@@ -40,9 +40,40 @@ export interface CompiledQuery {
   gated(gate: string): { sql: string; budgetedSql: string };
 }
 
-/** Compiles a parsed query into one parameterised SQL statement: its plan ({@link planJoins}), then the statement ({@link emitSql}). */
+/** A query compiled once: its statement planned by the pattern alone, and its statements planned by a tenant's statistics. */
+export interface CompiledQuery extends CompiledStatement {
+  /**
+   * The statement planned with a tenant's statistics ({@link planJoins}); this one without them.
+   * Tenants whose statistics give the same plan share one statement (one text, so one prepared
+   * plan per connection); the plans a query has are few (their statistics are rounded to powers of
+   * two), and the last {@link PLANS_KEPT} are kept.
+   */
+  planned(statistics: GraphStatistics | undefined): CompiledStatement;
+}
+
+/** Statements kept per query, one per plan the tenants' statistics gave it. */
+const PLANS_KEPT = 8;
+
+/** Compiles a parsed query into one parameterised SQL statement per plan: its plan ({@link planJoins}), then the statement ({@link emitSql}). */
 export function compileQuery(query: Query): CompiledQuery {
-  return emitSql(planJoins(query));
+  const byPlan = new LRUCache<string, CompiledStatement>({ max: PLANS_KEPT });
+  const byStatistics = new WeakMap<GraphStatistics, CompiledStatement>();
+  const statementOf = (plan: JoinPlan) => {
+    const key = JSON.stringify(plan.parts);
+    let statement = byPlan.get(key);
+    if (statement === undefined) byPlan.set(key, (statement = emitSql(plan)));
+    return statement;
+  };
+  const unplanned = emitSql(planJoins(query));
+  return {
+    ...unplanned,
+    planned(statistics) {
+      if (statistics === undefined) return unplanned;
+      let statement = byStatistics.get(statistics);
+      if (statement === undefined) byStatistics.set(statistics, (statement = statementOf(planJoins(query, statistics))));
+      return statement;
+    },
+  };
 }
 
 /** An id as text (lower-case, hyphenated: how `id::text` writes it), as a regular expression. */
@@ -69,7 +100,7 @@ type CompareStep = Extract<PlanStep, { kind: "compare" }>;
  * links then checked): the planner may put either side of that join first. Each independent part
  * of the pattern is such a walk of its own, run once; their product is only counted.
  */
-export function emitSql(plan: JoinPlan): CompiledQuery {
+export function emitSql(plan: JoinPlan): CompiledStatement {
   const entities = new Map<string, Placed>(plan.entities.map((e, i) => [e.name, { ...e, alias: `e${i}` }]));
   const alias = (name: string) => entities.get(name)!.alias;
   // Fragments are written out of text order (the WHERE clause before the joins), so a binder is
@@ -177,8 +208,9 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
     // An entity found by its attributes alone is read through the tenant-scoped index only, in a
     // subquery of its own: its tenant and type, outside it, cannot be added to that lookup as an
     // index condition (a bitmap AND with the tenant's whole range of the type, which a plan made
-    // without the caller's values would choose). They still hold for every row, as a filter.
-    const byAttributes = e.keys.length + byKey.length + byId.length === 0 && e.attributes.length + scopedJoins.length > 0;
+    // without the caller's values would choose). They still hold for every row, as a filter. An
+    // entity reached along a link is read by its id, its attributes only tested.
+    const byAttributes = joinOn.length + e.keys.length + byKey.length + byId.length === 0 && e.attributes.length + scopedJoins.length > 0;
     const source = byAttributes
       ? `(select ${e.alias}.id, ${e.alias}.key, ${e.alias}.attributes, ${e.alias}.tenant, ${e.alias}.type from entities ${e.alias} ` +
         `where ${[...attributeConditions(e, true), ...scopedJoins, visit].join(" and ")} offset 0) ${e.alias}`
@@ -349,38 +381,4 @@ export function emitSql(plan: JoinPlan): CompiledQuery {
       return texts;
     },
   };
-}
-
-type Scalar = string | number | boolean;
-
-function parameter(name: string, params: QueryParameters): Scalar {
-  if (!Object.prototype.hasOwnProperty.call(params, name)) {
-    throw new ProblemError("INVALID_QUERY_PARAMETERS", `the query uses \${${name}} but no value was given for it`, {
-      errors: [{ path: `queryParameters.${name}`, message: "missing" }],
-    });
-  }
-  const value = params[name];
-  if (typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))) return value;
-  throw new ProblemError("INVALID_QUERY_PARAMETERS", `the value of \${${name}} must be a string, a number or a boolean`, {
-    errors: [{ path: `queryParameters.${name}`, message: "must be a string, a number or a boolean" }],
-  });
-}
-
-/** The value a clause compares with, parameters substituted. Labels never reach here. */
-function resolveValue(value: Value, params: QueryParameters): Scalar {
-  switch (value.kind) {
-    case "string":
-      return value.parts.map((part) => (typeof part === "string" ? part : String(parameter(part.param, params)))).join("");
-    case "number":
-    case "boolean":
-      return value.value;
-    case "param":
-      return parameter(value.name, params);
-    case "label":
-      throw new Error("a label value is compiled as a join, not bound");
-  }
-}
-
-function textOf(value: Scalar): string {
-  return String(value);
 }

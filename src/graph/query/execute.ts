@@ -2,7 +2,8 @@ import type { GraphSession } from "../../db/options.js";
 import { walkGraph, WALK_BUDGET_EXCEEDED, WALK_TIMED_OUT, type Statement, type Walk } from "../../db/storage.js";
 import { ProblemError, type ProblemCode } from "../../errors.js";
 import { entityJson, type EntityJson, type EntityRow } from "../entity.js";
-import type { CompiledQuery, QueryParameters } from "./compiler.js";
+import type { CompiledQuery, CompiledStatement, QueryParameters } from "./compiler.js";
+import { graphStatistics } from "./statistics.js";
 import { inSpan } from "../../observe/tracing.js";
 
 /** For each label (without `?`), the distinct entities (or values) bound to it. */
@@ -90,12 +91,14 @@ const DEFINITION_GATE =
 
 async function runStatement(
   session: GraphSession,
-  compiled: CompiledQuery,
+  query: CompiledQuery,
   tenant: string,
   params: QueryParameters,
   limits: QueryLimits,
   guard?: DefinitionGuard,
 ): Promise<OutputRow[]> {
+  // The walk planned by the tenant's statistics (src/graph/query/statistics.ts).
+  const compiled: CompiledStatement = query.planned(graphStatistics(session, tenant));
   const failureCode = limits.failureCode ?? "TRANSFORM_FAILED";
   const maxVisits = limits.maxVisits ?? limits.maxRows * VISITS_PER_MATCH_ROW;
   const statement = (budgeted: boolean, bindings: unknown[]): Statement => {
@@ -133,7 +136,7 @@ async function runStatement(
 }
 
 /** The query output of the statement's rows, or the row limit's 422. */
-function outputOf(compiled: CompiledQuery, rows: OutputRow[], limits: QueryLimits): QueryOutput {
+function outputOf(compiled: Pick<CompiledQuery, "labels">, rows: OutputRow[], limits: QueryLimits): QueryOutput {
   const failureCode = limits.failureCode ?? "TRANSFORM_FAILED";
   const matches = rows[0]?.matches ?? 0;
   if (matches > limits.maxRows) {

@@ -1,5 +1,7 @@
 import type { AttributeClause, KeyClause, LinkClause, Position, Query, Value } from "./ast.js";
+import { routeByCost, type Move } from "./cost.js";
 import { QuerySyntaxError } from "./errors.js";
+import type { GraphStatistics } from "./statistics.js";
 
 export interface OutputLabel {
   name: string;
@@ -79,15 +81,17 @@ const SELECTIVITY_KEY = 1000;
 const SELECTIVITY_ATTRIBUTE = 100;
 
 /**
- * Decides the walk of a parsed query: from the most selective entity (one with `entity:key`, then
- * the most constant attributes) outward along the links, always to the most selective neighbour
- * next. A neighbour with constants of its own is found by them (key or GIN index) and its link
- * checked; one without is reached through the link. Every tie is broken by the pattern itself
- * (types, label names, relations), never by the order it was written in, so every writing of a
- * pattern gets the same plan. Value labels are bound where the first of their uses is placed and
- * compared at every later one.
+ * Decides the walk of a parsed query. With the tenant's statistics, each part's walk is the
+ * cheapest by their estimates ({@link routeByCost}) and the parts are walked smallest first.
+ * Without them (or before they are read), by the pattern alone: from the most selective entity
+ * (one with `entity:key`, then the most constant attributes) outward along the links, always to the
+ * most selective neighbour next; a neighbour with constants of its own is found by them (key or GIN
+ * index) and its link checked; one without is reached through the link. Every tie is broken by the
+ * pattern itself (types, label names, relations), never by the order it was written in, so every
+ * writing of a pattern gets the same plan. Value labels are bound where the first of their uses is
+ * placed and compared at every later one.
  */
-export function planJoins(query: Query): JoinPlan {
+export function planJoins(query: Query, statistics?: GraphStatistics): JoinPlan {
   const entities = new Map<string, PlannedEntity & { typePos: Position }>();
   const order = new Map<string, number>();
   const see = (name: string) => {
@@ -192,36 +196,60 @@ export function planJoins(query: Query): JoinPlan {
   const startOf = (candidates: PlannedEntity[]) =>
     candidates.reduce((best, e) => (joinable(e) !== joinable(best) ? (joinable(e) > joinable(best) ? e : best) : before(e, best) ? e : best));
   const parts: PlanPart[] = [];
-  for (const component of componentsOf([...entities.keys()], links, valueUses).map((names) => names.map((n) => entities.get(n)!))
-    .sort((x, y) => (before(bestOf(x), bestOf(y)) ? -1 : 1))) {
+  const components = componentsOf([...entities.keys()], links, valueUses)
+    .map((names) => names.map((n) => entities.get(n)!))
+    .sort((x, y) => (before(bestOf(x), bestOf(y)) ? -1 : 1));
+  const ranked = [...entities.values()].sort((a, b) => (before(a, b) ? -1 : 1)).map((e) => e.name);
+  const routes =
+    statistics === undefined
+      ? undefined
+      : new Map(
+          components.map((component) => [
+            component,
+            routeByCost(
+              { entities, links: pending, uses: valueUses.map((u) => ({ owner: u.owner, label: u.label, source: sourceOf(u) })), rank: (name) => ranked.indexOf(name) },
+              statistics,
+              component.map((e) => e.name),
+            ),
+          ]),
+        );
+  // With statistics, the parts expected to have fewest rows first (a part is walked only once the
+  // ones before it have rows); equal ones in the pattern's order (a stable sort).
+  if (routes !== undefined) components.sort((x, y) => routes.get(x)!.rows - routes.get(y)!.rows);
+  for (const component of components) {
     steps = [];
     const start = placed.size;
-    while (component.some((e) => !placed.has(e.name))) {
-      place({ kind: "find", entity: startOf(component.filter((e) => !placed.has(e.name))).name });
-      for (;;) {
-        // Links whose both ends are placed are checked at once; they cannot multiply rows.
-        for (let i = 0; i < pending.length; ) {
-          const link = pending[i]!;
-          if (!placed.has(link.from) || !placed.has(link.to)) {
-            i++;
-            continue;
-          }
-          pending.splice(i, 1);
-          steps.push({ kind: "check", link });
-        }
-        const frontier = pending.filter((link) => placed.has(link.from) !== placed.has(link.to));
-        if (frontier.length === 0) break;
-        const next = bestOf(frontier.map((link) => entities.get(placed.has(link.from) ? link.to : link.from)!));
-        if (score(next) > 1) {
-          // An entity with constants is found through its own index, and its links are then only
-          // checked: driving it from a neighbour would walk every link of that neighbour (a tenant's
-          // index set links to all of its agreements).
-          place({ kind: "find", entity: next.name });
+    const route = routes?.get(component)?.moves.slice();
+    // The next entity and how it is reached: the route's next move, or the pattern's choice.
+    const next = (): Move => {
+      if (route !== undefined) return route.shift()!;
+      const frontier = pending.filter((link) => placed.has(link.from) !== placed.has(link.to));
+      if (frontier.length === 0) return { entity: startOf(component.filter((e) => !placed.has(e.name))).name };
+      const chosen = bestOf(frontier.map((link) => entities.get(placed.has(link.from) ? link.to : link.from)!));
+      // An entity with constants is found through its own index, and its links are then only
+      // checked: driving it from a neighbour would walk every link of that neighbour (a tenant's
+      // index set links to all of its agreements).
+      if (score(chosen) > 1) return { entity: chosen.name };
+      return { entity: chosen.name, via: frontier.find((l) => l.from === chosen.name || l.to === chosen.name)! };
+    };
+    for (;;) {
+      // Links whose both ends are placed are checked at once; they cannot multiply rows.
+      for (let i = 0; i < pending.length; ) {
+        const link = pending[i]!;
+        if (!placed.has(link.from) || !placed.has(link.to)) {
+          i++;
           continue;
         }
-        const link = frontier.find((l) => l.from === next.name || l.to === next.name)!;
-        pending.splice(pending.indexOf(link), 1);
-        place({ kind: "follow", link, forward: placed.has(link.from), entity: next.name });
+        pending.splice(i, 1);
+        steps.push({ kind: "check", link });
+      }
+      if (component.every((e) => placed.has(e.name))) break;
+      const move = next();
+      if (move.via === undefined) {
+        place({ kind: "find", entity: move.entity });
+      } else {
+        pending.splice(pending.indexOf(move.via), 1);
+        place({ kind: "follow", link: move.via, forward: placed.has(move.via.from), entity: move.entity });
       }
     }
     parts.push({ entities: [...placed].slice(start), steps });
