@@ -45,12 +45,6 @@ export class BinaryCopyWriter {
     return this.take();
   }
 
-  /** Starts a row of `fields` fields. */
-  row(fields: number): void {
-    this.room(2);
-    this.at = this.buffer.writeInt16BE(fields, this.at);
-  }
-
   null(): void {
     this.room(4);
     this.at = this.buffer.writeInt32BE(-1, this.at);
@@ -63,16 +57,10 @@ export class BinaryCopyWriter {
     this.at = put(this.buffer, this.at, value);
   }
 
-  /** Bytes as they are: fields encoded once for many rows (see {@link field}). */
+  /** Bytes as they are: fields encoded once for many rows (see {@link field}), a row's field count with them. */
   raw(value: Buffer): void {
     this.room(value.length);
     this.at = put(this.buffer, this.at, value);
-  }
-
-  /** `n` NULL fields. */
-  nulls(n: number): void {
-    this.room(4 * n);
-    for (let end = this.at + 4 * n; this.at < end; this.at++) this.buffer[this.at] = 0xff;
   }
 
   /** `text` (well-formed: the ingest path refuses lone surrogates and NUL before). */

@@ -25,40 +25,48 @@ const UPSERT = `on conflict (tenant, item_id, ts, source_id) do update set
 export async function writeEvents(knex: Knex, tenant: string, events: EventRecord[]): Promise<number> {
   if (events.length === 0) return 0;
   const storage = storageOf(knex);
+  // Rows that carry none of the optional fields (most feeds') travel as the key and the value only:
+  // the columns left out are NULL, as they would be written.
+  const plain = events.every(isPlain);
   const batch: RowBatch = {
     table: "events",
-    columns: EVENT_COLUMNS,
+    columns: plain ? PLAIN_COLUMNS : EVENT_COLUMNS,
     size: events.length,
-    copy: () => binaryRows(tenant, events),
-    select: (from, to) => arraysOf(tenant, events.slice(from, to)),
+    copy: () => binaryRows(tenant, events, plain),
+    select: (from, to) => arraysOf(tenant, events.slice(from, to), plain),
   };
   if ((await markAndProbe(knex, tenant, events)) && (await storage.appendRows(knex, batch))) return events.length;
   await storage.upsertRows(knex, batch, UPSERT);
   return events.length;
 }
 
-/** The fields of a row of {@link EVENT_COLUMNS}. */
-const EVENT_FIELDS = 13;
+/** The columns of a row with no optional field: the first five of {@link EVENT_COLUMNS}. */
+const PLAIN_COLUMNS = "tenant, item_id, ts, source_id, value";
 
-/** The batch in COPY's binary format, for the columns {@link EVENT_COLUMNS}. */
-function* binaryRows(tenant: string, events: EventRecord[]): Generator<Buffer> {
+/** Whether the event has none of the optional fields (tags, key values, tenant codes, references, meta instants). */
+function isPlain(e: EventRecord): boolean {
+  return e.tags === null && e.keyValues === null && e.tenantCodes === null && e.entityReferences === null && e.entry === null && e.exit === null && e.from === null && e.to === null;
+}
+
+/**
+ * The batch in COPY's binary format, for the columns {@link EVENT_COLUMNS}, or {@link PLAIN_COLUMNS}
+ * when `plain`. What begins every row of an item (the field count, the tenant, the item) is
+ * encoded once per item: in key order, a batch's events come item by item.
+ */
+function* binaryRows(tenant: string, events: EventRecord[], plain: boolean): Generator<Buffer> {
   const out = new BinaryCopyWriter();
+  const fields = plain ? 5 : 13;
   const tenantField = field(Buffer.from(tenant, "utf8"));
   let item: string | undefined;
-  let itemField = tenantField;
+  let start = tenantField;
   for (const e of events) {
-    out.row(EVENT_FIELDS);
-    out.raw(tenantField);
-    // In key order, a batch's events come item by item.
-    if (e.itemId !== item) itemField = field(uuidBytes((item = e.itemId)));
-    out.raw(itemField);
+    if (e.itemId !== item) start = rowStart(fields, tenantField, (item = e.itemId));
+    out.raw(start);
     out.timestamptz(e.timestamp.getTime());
     out.text(e.sourceId);
     // −0 is stored as 0, as its text (and the embedded database's binding) writes it.
     out.float8(e.value === 0 ? 0 : e.value);
-    if (e.tags === null && e.keyValues === null && e.tenantCodes === null && e.entityReferences === null && e.entry === null && e.exit === null && e.from === null && e.to === null) {
-      out.nulls(8);
-    } else {
+    if (!plain) {
       if (e.tags === null) out.null();
       else out.textArray(e.tags);
       for (const json of [e.keyValues, e.tenantCodes, e.entityReferences]) {
@@ -75,10 +83,21 @@ function* binaryRows(tenant: string, events: EventRecord[]): Generator<Buffer> {
   yield* out.end();
 }
 
-/** The batch as one array per column, unnested by the statement. */
-function arraysOf(tenant: string, events: EventRecord[]): Statement {
+/** The bytes every row of the item begins with: its field count, the tenant's field, the item's. */
+function rowStart(fields: number, tenantField: Buffer, itemId: string): Buffer {
+  const start = Buffer.allocUnsafe(2 + tenantField.length + 20);
+  start.writeInt16BE(fields, 0);
+  tenantField.copy(start, 2);
+  field(uuidBytes(itemId)).copy(start, 2 + tenantField.length);
+  return start;
+}
+
+/** The batch as one array per column, unnested by the statement; of the columns {@link PLAIN_COLUMNS} only when `plain`. */
+function arraysOf(tenant: string, events: EventRecord[], plain: boolean): Statement {
   const column = <T>(pick: (e: EventRecord) => T) => events.map(pick);
   const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
+  const key: Knex.RawBinding[] = [tenant, column((e) => e.itemId), column((e) => e.timestamp.toISOString()), column((e) => e.sourceId), column((e) => e.value)];
+  if (plain) return { sql: `select ?, u.item_id, u.ts, u.source_id, u.value from unnest(?::uuid[], ?::timestamptz[], ?::text[], ?::float8[]) as u(item_id, ts, source_id, value)`, bindings: key };
   return {
     sql: `select ?, u.item_id, u.ts, u.source_id, u.value, u.tags::text[], u.key_values, u.tenant_codes, u.entity_references,
               u.meta_entry, u.meta_exit, u.meta_from, u.meta_to
@@ -86,11 +105,7 @@ function arraysOf(tenant: string, events: EventRecord[]): Statement {
                    ?::timestamptz[], ?::timestamptz[], ?::timestamptz[], ?::timestamptz[])
          as u(item_id, ts, source_id, value, tags, key_values, tenant_codes, entity_references, meta_entry, meta_exit, meta_from, meta_to)`,
     bindings: [
-      tenant,
-      column((e) => e.itemId),
-      column((e) => e.timestamp.toISOString()),
-      column((e) => e.sourceId),
-      column((e) => e.value),
+      ...key,
       // An array cannot be an element of another: each row's tags travel as an array literal, cast back above.
       column((e) => (e.tags === null ? null : arrayLiteral(e.tags))),
       column((e) => json(e.keyValues)),

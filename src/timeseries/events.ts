@@ -1,5 +1,5 @@
 import { DateTime } from "luxon";
-import { depthFault, INSTANT_RANGE_TEXT, inputFaults, inputSound, instantInRange, isUuid, TEXT_MAX_BYTES, tooManyBytes, utf8Bytes } from "../input.js";
+import { depthFault, INSTANT_RANGE_TEXT, inputFaults, inputSound, instantInRange, isUuid, TEXT_MAX_BYTES, textFault, tooManyBytes, utf8Bytes } from "../input.js";
 import { UnreadableRow } from "./upload.js";
 
 /** An event as ingested (contract §4), its item known. */
@@ -152,6 +152,12 @@ function outOfRange(field: string, value: unknown): ParsedEvent {
  * is accepted as the value only where the format has no numbers (CSV).
  */
 export function parseEvent(raw: unknown, itemIdFromPath: string | undefined, numericStrings = false): ParsedEvent {
+  const plain = plainEvent(raw, itemIdFromPath);
+  return plain !== undefined ? { ok: true, event: plain } : readEvent(raw, itemIdFromPath, numericStrings);
+}
+
+/** {@link parseEvent} without its short way for the common row ({@link plainEvent}): every row read in full. */
+export function readEvent(raw: unknown, itemIdFromPath: string | undefined, numericStrings = false): ParsedEvent {
   if (raw instanceof UnreadableRow) return { ok: false, field: "", message: raw.message };
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return { ok: false, field: "", message: "an event must be an object" };
   // A streamed row is checked here as a JSON body is at the edge: its text, its keys and its depth
@@ -212,4 +218,66 @@ function textMapField(e: Record<string, unknown>, name: "keyValues" | "tenantCod
 /** An event's optional instant (entry, exit, from, to), null when absent, or why it is refused. */
 function metaInstant(e: Record<string, unknown>, name: "entry" | "exit" | "from" | "to"): Date | ParsedEvent | null {
   return e[name] === undefined || e[name] === null ? null : ingestedInstant(name, e[name]);
+}
+
+/** The last item id {@link plainEvent} read, and its lower-case form: a feed's rows repeat a few ids. */
+let lastItemId: string | undefined;
+let lastItemLower = "";
+
+/**
+ * The event of the common row — `itemId` (unless the path gives it), `timestamp` in the form
+ * `toISOString` writes, a number `value`, optionally a short sound `sourceId`, the other fields
+ * absent or null — read in one pass over its keys, without the general walk of {@link inputSound}
+ * (none of these texts can hold what it looks for, but the source id, which is checked here), with
+ * no temporary object. Undefined for any other row, even a valid one: {@link parseEvent} then reads
+ * it in full ({@link readEvent}), so an event this accepts is the one the full reading answers
+ * (test/timeseries/parse-event.test.ts), and every other row gets the same answer as before.
+ */
+export function plainEvent(raw: unknown, itemIdFromPath: string | undefined): EventRecord | undefined {
+  if (raw === null || typeof raw !== "object" || Object.getPrototypeOf(raw) !== Object.prototype) return undefined;
+  const e = raw as Record<string, unknown>;
+  let sourceId = "";
+  // Inherited enumerable keys too (for…in): any key not listed sends the row to the full reading.
+  for (const key in e) {
+    switch (key) {
+      case "itemId":
+        if (!isUuid(e.itemId)) return undefined;
+        break;
+      case "timestamp":
+      case "value":
+        break;
+      case "sourceId": {
+        const s = e.sourceId;
+        if (s === null || s === undefined) break;
+        if (typeof s !== "string" || s.length > TEXT_MAX_BYTES.sourceId / 3 || textFault(s) !== undefined) return undefined;
+        sourceId = s;
+        break;
+      }
+      case "tags":
+      case "keyValues":
+      case "tenantCodes":
+      case "entityReferences":
+      case "entry":
+      case "exit":
+      case "from":
+      case "to":
+        if (e[key] !== null && e[key] !== undefined) return undefined;
+        break;
+      default:
+        return undefined;
+    }
+  }
+  const value = e.value;
+  if (typeof value !== "number" || !Number.isFinite(value)) return undefined;
+  const text = e.timestamp;
+  const ms = typeof text === "string" ? canonicalInstant(text) : undefined;
+  if (ms === undefined || !instantInRange(ms)) return undefined;
+  const itemId = itemIdFromPath ?? e.itemId;
+  if (typeof itemId !== "string") return undefined;
+  if (itemId !== lastItemId) {
+    if (!isUuid(itemId)) return undefined;
+    lastItemLower = itemId.toLowerCase();
+    lastItemId = itemId;
+  }
+  return { itemId: lastItemLower, timestamp: new Date(ms), value, sourceId, tags: null, keyValues: null, tenantCodes: null, entityReferences: null, entry: null, exit: null, from: null, to: null };
 }
