@@ -64,14 +64,23 @@ export function retentionHorizon(retentionDays: number | undefined, now: Date): 
 /**
  * One round of upkeep at `now`. Each partition made or dropped is a step of its own; a step that
  * fails (a lock not had within {@link PARTITION_LOCK_TIMEOUT_MS}) is reported to `onStepFailed`
- * and tried again at the next round.
+ * and tried again at the next round. `aheadOnly`: the current month and those ahead, nothing else
+ * (no scan of the default partition, no retention) — what a starting service waits for.
  */
-export async function keepEventPartitions(knex: Knex, now: Date, retentionDays?: number, onStepFailed: (message: string) => void = () => {}): Promise<PartitionUpkeep> {
+export async function keepEventPartitions(
+  knex: Knex,
+  now: Date,
+  retentionDays?: number,
+  onStepFailed: (message: string) => void = () => {},
+  aheadOnly = false,
+): Promise<PartitionUpkeep> {
   const done: PartitionUpkeep = { created: [], dropped: [], deleted: 0 };
-  const horizon = retentionHorizon(retentionDays, now);
+  const horizon = aheadOnly ? undefined : retentionHorizon(retentionDays, now);
   const months = new Set<number>();
   for (let k = 0; k <= PARTITION_MONTHS_AHEAD; k++) months.add(monthStart(now.getTime(), k).getTime());
-  const { rows } = (await knex.raw("select distinct to_char(ts at time zone 'UTC', 'YYYY-MM') as m from events_default")) as { rows: { m: string }[] };
+  const { rows } = aheadOnly
+    ? { rows: [] }
+    : ((await knex.raw("select distinct to_char(ts at time zone 'UTC', 'YYYY-MM') as m from events_default")) as { rows: { m: string }[] });
   for (const { m } of rows) {
     const start = Date.UTC(Number(m.slice(0, 4)), Number(m.slice(5, 7)) - 1, 1);
     // Months wholly past the horizon are not made, only emptied (below).
@@ -116,9 +125,11 @@ export interface PartitionKeeper {
 }
 
 /**
- * Runs {@link keepEventPartitions} now, then every {@link PARTITION_UPKEEP_EVERY_MS}. Resolves once
- * the first round has ended (its failure reported, not thrown: the service runs on, its events
- * going to the default partition).
+ * Makes the months ahead now and resolves (a failure reported, not thrown: the service runs on,
+ * its events going to the default partition); then runs the full {@link keepEventPartitions} in
+ * the background at once and every {@link PARTITION_UPKEEP_EVERY_MS}. A start never waits for
+ * months of the default partition to be moved out (a backfill of millions of rows, or events
+ * dated past the months made ahead) nor for the retention's drops.
  */
 export async function startPartitionUpkeep(
   knex: Knex,
@@ -126,8 +137,8 @@ export async function startPartitionUpkeep(
 ): Promise<PartitionKeeper> {
   const warn = options.onWarning ?? (() => {});
   let running: Promise<void> | undefined;
-  const round = () => {
-    running ??= keepEventPartitions(knex, new Date(), options.retentionDays, warn)
+  const round = (aheadOnly = false) => {
+    running ??= keepEventPartitions(knex, new Date(), options.retentionDays, warn, aheadOnly)
       .then(
         (upkeep) => options.onDone?.(upkeep),
         (err: unknown) => warn(`the events partition upkeep failed: ${errorText(err)}`),
@@ -137,11 +148,15 @@ export async function startPartitionUpkeep(
       });
     return running;
   };
-  await round();
+  await round(true);
+  let stopped = false;
+  const first = setImmediate(() => stopped || void round());
   const timer = setInterval(() => void round(), PARTITION_UPKEEP_EVERY_MS);
   timer.unref();
   return {
     async stop() {
+      stopped = true;
+      clearImmediate(first);
       clearInterval(timer);
       if (running !== undefined) await running;
     },

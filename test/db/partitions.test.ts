@@ -149,4 +149,34 @@ describe("the partition upkeep of a starting service [embedded]", function () {
       await db.close();
     }
   });
+
+  it("does not wait for the default partition's months: they are split out by the round that follows, in the background", async () => {
+    const db = await openDatabase({ databaseUrl: undefined, dataDir: "memory://", poolSize: 1 });
+    try {
+      const tenant = `t-${randomUUID()}`;
+      const [item] = await upsertEntities(db.knex, tenant, [{ type: "Item", key: "late", attributes: { itemAction: "INGEST" } }]);
+      // An event dated past the months made ahead (a device's wrong clock): the default partition holds it.
+      expect((await ingestEvents(db.knex, tenant, [{ itemId: item!.id, timestamp: "4000-02-03T00:00:00Z", value: 1 }])).stored).to.equal(1);
+      const rounds: PartitionUpkeep[] = [];
+      let second: () => void = () => {};
+      const secondDone = new Promise<void>((resolve) => (second = resolve));
+      const keeper = await startPartitionUpkeep(db.knex, {
+        onDone: (upkeep) => {
+          rounds.push(upkeep);
+          if (rounds.length === 2) second();
+        },
+      });
+      // Resolved after the months ahead alone.
+      expect(rounds).to.have.length(1);
+      expect(rounds[0]!.created).to.have.length(PARTITION_MONTHS_AHEAD + 1);
+      expect(await partitionNames(db.knex)).to.not.include("events_y4000m02");
+      await secondDone;
+      await keeper.stop();
+      expect(rounds[1]).to.deep.equal({ created: ["events_y4000m02"], dropped: [], deleted: 0 });
+      const { rows } = (await db.knex.raw("select count(*)::int as n from events_default")) as { rows: { n: number }[] };
+      expect(rows[0]!.n).to.equal(0);
+    } finally {
+      await db.close();
+    }
+  });
 });
