@@ -65,7 +65,7 @@ async function seed(knex: Knex, tenant: string, n: number, stepMinutes: number):
   const stored = existing.length === n ? Number((await knex.raw("select count(*) as n from events where tenant = ?", [tenant])).rows[0].n) : 0;
   if (existing.length === n && stored === n * perItem && !(await knex("rollup_dirty").where({ tenant }).first())) return existing.map((e) => e.id);
   await knex("events").where({ tenant }).del();
-  for (const table of ["entities", "rollup_cells", "rollup_periods", "rollup_dirty", "rollup_zones"]) await knex(table).where({ tenant }).del();
+  for (const table of ["entities", "rollup_cells", "rollup_periods", "rollup_day_packs", "rollup_dirty", "rollup_zones"]) await knex(table).where({ tenant }).del();
   const ids = Array.from({ length: n }, () => randomUUID());
   await knex("entities").insert(ids.map((id, k) => ({ tenant, id, type: "Item", key: `m${String(k).padStart(5, "0")}`, attributes: JSON.stringify({ itemAction: "INGEST" }) })));
   await knex.raw("select events_month_partition(m) from generate_series(timestamp '2025-01-01', timestamp '2026-01-01', interval '1 month') m");
@@ -92,7 +92,7 @@ async function seed(knex: Knex, tenant: string, n: number, stepMinutes: number):
   // would; then the statistics and visibility map of a table that autovacuum has visited.
   for (const zone of ZONES) await ensureZone(knex, tenant, zone);
   const built = performance.now() - t;
-  await knex.raw("vacuum analyze events, rollup_cells, rollup_periods, rollup_dirty");
+  await knex.raw("vacuum analyze events, rollup_cells, rollup_periods, rollup_day_packs, rollup_dirty");
   const events = n * perItem;
   console.log(
     `seeded ${tenant}: ${events.toLocaleString("en")} events in ${(seeded / 1000).toFixed(0)} s; rollups built by ${rollupBuild === "statement" ? "one statement" : "the reconcile"} in ${(built / 1000).toFixed(0)} s (${Math.round(events / (built / 1000)).toLocaleString("en")} events/s)`,
@@ -256,7 +256,7 @@ async function ingest(db: Database): Promise<void> {
       `service ${serviceMs.toFixed(0)} ms, ${rate(serviceMs)} events/s); the background reconcile of the ${serviceTenants.length} uploads' ${marks} marks then took ${reconcile.toFixed(0)} ms ` +
       `(${Math.round(reconciled / (reconcile / 1000)).toLocaleString("en")} events/s)`,
   );
-  for (const table of ["events", "entities", "rollup_cells", "rollup_periods", "rollup_dirty", "rollup_zones"]) await db.knex(table).whereIn("tenant", tenants).del();
+  for (const table of ["events", "entities", "rollup_cells", "rollup_periods", "rollup_day_packs", "rollup_dirty", "rollup_zones"]) await db.knex(table).whereIn("tenant", tenants).del();
 }
 
 async function embedded(): Promise<void> {

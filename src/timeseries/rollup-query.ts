@@ -1,7 +1,7 @@
 import type { Knex } from "knex";
 import { rawRows, type Statement } from "../db/backend.js";
 import { calendarPeriodStart, calendarUnit, type Interval } from "./buckets.js";
-import { daysFromCivil, DAY_MS, periodIndex } from "./calendar.js";
+import { daysFromCivil, DAY_MS, periodIndex, type CalendarUnit } from "./calendar.js";
 import type { Piece } from "./rollup-plan.js";
 import { ensureZone, hasMarks, reconcile, utcDay } from "./rollup-store.js";
 import { offsetMs } from "./zone-offset.js";
@@ -29,7 +29,8 @@ export interface RollupSettings {
 
 interface PieceRow {
   item: string;
-  bucket: Date | string;
+  /** An instant (raw events, cells), a local date `YYYY-MM-DD` (days, months), or a bucket's start already (packed days). */
+  bucket: Date | string | number;
   n: number | string;
   sum: number | null;
   min: number | null;
@@ -41,6 +42,77 @@ interface PieceRow {
 /** The local date (`YYYY-MM-DD`) holding instant `t` in `zone`. */
 function localDate(t: number, zone: string): string {
   return new Date(t + offsetMs(zone, t)).toISOString().slice(0, 10);
+}
+
+/** The day number (0 = 1970-01-01) of a date `YYYY-MM-DD`. */
+function dayNumber(date: string): number {
+  const [y, m, d] = date.split("-").map(Number) as [number, number, number];
+  return daysFromCivil(y, m, d);
+}
+
+interface PackRow {
+  item: string;
+  month: string;
+  n: Uint8Array;
+  v: Uint8Array | null;
+}
+
+/**
+ * The local days `[from, to)` of a piece read from the months' packed days (migration 014): a row
+ * per item and month, its days added up here, per timeline and day, into a row per timeline and
+ * bucket. What the day rows would answer for count, sum, avg, min and max, from a twelfth of the
+ * rows over a year (docs/decisions/2026-11-28-rollup-day-packs.md). The day sums are added in day
+ * order per timeline, not in the day rows' order: the same doubles, another order.
+ */
+async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: string[], from: string, to: string, unit: CalendarUnit, zone: string, metric: string): Promise<PieceRow[]> {
+  const column = metric === "min" || metric === "max" ? metric : metric === "count" ? undefined : "sum";
+  const rows = await rawRows<PackRow>(knex, {
+    sql: `select ${single ? "''" : "item_id::text"} as item, month::text as month, n, ${column ?? "null"} as v from rollup_day_packs
+          where tenant = ? and item_id = any(?::uuid[]) and zone = ? and month >= date_trunc('month', ?::date)::date and month < ?::date`,
+    bindings: [tenant, itemIds, zone, from, to],
+  });
+  const first = dayNumber(from);
+  const days = dayNumber(to) - first;
+  // Per timeline: count and value of each day of the range.
+  const sums = new Map<string, { n: Float64Array; v: Float64Array }>();
+  for (const row of rows) {
+    let acc = sums.get(row.item);
+    if (acc === undefined) {
+      acc = { n: new Float64Array(days), v: new Float64Array(days) };
+      if (column === "min") acc.v.fill(Number.POSITIVE_INFINITY);
+      if (column === "max") acc.v.fill(Number.NEGATIVE_INFINITY);
+      sums.set(row.item, acc);
+    }
+    const n = new DataView(row.n.buffer, row.n.byteOffset, row.n.byteLength);
+    const v = row.v === null ? undefined : new DataView(row.v.buffer, row.v.byteOffset, row.v.byteLength);
+    const start = dayNumber(row.month) - first;
+    const lo = Math.max(0, -start);
+    const hi = Math.min(n.byteLength / 4, days - start);
+    for (let k = lo; k < hi; k++) {
+      const count = n.getInt32(k * 4);
+      if (count === 0) continue;
+      const at = start + k;
+      acc.n[at]! += count;
+      if (v === undefined) continue;
+      const value = v.getFloat64(k * 8);
+      if (column === "sum") acc.v[at]! += value;
+      else if (column === "min") acc.v[at] = Math.min(acc.v[at]!, value);
+      else acc.v[at] = Math.max(acc.v[at]!, value);
+    }
+  }
+  // A bucket's start per day (the same for every timeline).
+  const starts: number[] = [];
+  for (let k = 0; k < days; k++) starts.push(calendarPeriodStart(periodIndex((first + k) * DAY_MS, unit), unit, zone));
+  const out: PieceRow[] = [];
+  for (const [item, acc] of sums) {
+    for (let k = 0; k < days; k++) {
+      const n = acc.n[k]!;
+      if (n === 0) continue;
+      const v = acc.v[k]!;
+      out.push({ item, bucket: starts[k]!, n, sum: column === "sum" ? v : null, min: column === "min" ? v : null, max: column === "max" ? v : null, open: null, close: null });
+    }
+  }
+  return out;
 }
 
 /**
@@ -102,6 +174,7 @@ export async function rollupBuckets(
           bindings: [...b.bindings, tenant, itemIds, new Date(piece.from), new Date(piece.to)],
         });
       }
+      if (piece.source === "days" && !edges) return packedDays(knex, tenant, single, itemIds, localDate(piece.from, zone), localDate(piece.to, zone), unit!, zone, metric);
       // Grouped on the local date (a day's own date needs no truncation), written as text once per bucket.
       const period = unit === "day" ? { sql: "period", bindings: [] } : { sql: "date_trunc(?, period::timestamp)::date", bindings: [unit!] };
       return rawRows<PieceRow>(knex, {
@@ -116,7 +189,8 @@ export async function rollupBuckets(
   for (const rows of results) {
     for (const row of rows) {
       let start: number;
-      if (typeof row.bucket === "string") {
+      if (typeof row.bucket === "number") start = row.bucket;
+      else if (typeof row.bucket === "string") {
         const [y, m, d] = row.bucket.split("-").map(Number) as [number, number, number];
         start = calendarPeriodStart(periodIndex(daysFromCivil(y, m, d) * DAY_MS, unit!), unit!, zone);
       } else start = relabel(row.bucket.getTime());
@@ -131,8 +205,9 @@ export async function rollupBuckets(
       }
       found.n += n;
       found.sum = found.sum === null || sum === null ? null : found.sum + sum;
-      found.min = Math.min(found.min!, row.min!);
-      found.max = Math.max(found.max!, row.max!);
+      // Packed days carry only the metric's value: null in the others.
+      found.min = found.min === null ? row.min : row.min === null ? found.min : Math.min(found.min, row.min);
+      found.max = found.max === null ? row.max : row.max === null ? found.max : Math.max(found.max, row.max);
       found.close = row.close;
     }
   }

@@ -39,6 +39,23 @@ const FROM_ROWS = `sum(c.n), ${clampedSum("sum(c.sum::numeric)")}, min(c.min), m
   max(c.close_ts), (array_agg(c.close_source order by c.close_ts desc, c.close_source desc))[1], (array_agg(c.close order by c.close_ts desc, c.close_source desc))[1]`;
 const ROW_COLUMNS = "n, sum, min, max, open_ts, open_source, open, close_ts, close_source, close";
 
+/**
+ * The packed days of a month (migration 014, `rollup_day_packs`), made from its day rows: the
+ * insert of a pack per row of `months` (item_id, zone, period: the month's first local date),
+ * given as a relation; bindings: the tenant, those of `months`, the tenant again. A month without
+ * a day row gets no pack.
+ */
+function insertPacks(months: string): string {
+  const packed = (column: string, send: string) => `string_agg(${send}(coalesce(d.${column}, 0)), ''::bytea order by k.day)`;
+  return `insert into rollup_day_packs (tenant, item_id, zone, month, n, sum, min, max)
+    select ?, a.item_id, a.zone, a.period, x.*
+    from ${months} as a cross join lateral (
+      select ${packed("n", "int4send")}, ${packed("sum", "float8send")}, ${packed("min", "float8send")}, ${packed("max", "float8send")}
+      from generate_series(a.period::timestamp, a.period + interval '1 month' - interval '1 day', interval '1 day') as k(day)
+      left join rollup_periods d on d.tenant = ? and d.item_id = a.item_id and d.zone = a.zone and d.grain = 'day' and d.period = k.day::date
+      having count(d.n) > 0) as x`;
+}
+
 /** The UTC day (`YYYY-MM-DD`) of an instant. */
 export function utcDay(t: number): string {
   return new Date(Math.floor(t / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
@@ -108,7 +125,7 @@ export async function deleteAndMark(knex: Knex, tenant: string, itemId: string, 
 
 /** Removes a deleted item's rollups and marks (its events are deleted in the same transaction). */
 export async function forgetItem(knex: Knex, tenant: string, itemId: string): Promise<void> {
-  for (const table of ["rollup_cells", "rollup_periods", "rollup_dirty"]) await knex(table).where({ tenant, item_id: itemId }).del();
+  for (const table of ["rollup_cells", "rollup_periods", "rollup_day_packs", "rollup_dirty"]) await knex(table).where({ tenant, item_id: itemId }).del();
 }
 
 /** Which marks a reconcile handles: those of some items and UTC days, or all of a tenant's. */
@@ -319,6 +336,11 @@ async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { ite
     `rollup_periods c where c.tenant = ? and c.item_id = a.item_id and c.zone = a.zone and c.grain = 'day'
        and c.period >= a.period and c.period < (a.period + interval '1 month')::date`,
   );
+  // The months' packed days, made again from their day rows.
+  await pace.run(() =>
+    trx.raw(`delete from rollup_day_packs p using ${months} as a where p.tenant = ? and p.item_id = a.item_id and p.zone = a.zone and p.month = a.period`, [...bindings, tenant]),
+  );
+  await pace.run(() => trx.raw(insertPacks(months), [tenant, ...bindings, tenant]));
 }
 
 const builtZones = new WeakMap<Knex, Set<string>>();
@@ -337,7 +359,7 @@ export async function ensureZone(knex: Knex, tenant: string, zone: string): Prom
     if (found !== undefined) return;
     await trx.raw("select pg_advisory_xact_lock(?, hashtext(?))", [LOCK_CLASS, tenant]);
     if ((await trx("rollup_zones").where({ tenant, zone }).first()) !== undefined) return;
-    await trx("rollup_periods").where({ tenant, zone }).del();
+    for (const table of ["rollup_periods", "rollup_day_packs"]) await trx(table).where({ tenant, zone }).del();
     await trx.raw(
       `insert into rollup_periods (tenant, item_id, zone, grain, period, ${ROW_COLUMNS})
        select ?, c.item_id, ?, 'day', (c.cell at time zone ?)::date as period, ${FROM_ROWS}
@@ -350,6 +372,7 @@ export async function ensureZone(knex: Knex, tenant: string, zone: string): Prom
        from rollup_periods c where c.tenant = ? and c.zone = ? and c.grain = 'day' group by c.item_id, month`,
       [tenant, zone, tenant, zone],
     );
+    await trx.raw(insertPacks("(select item_id, zone, period from rollup_periods where tenant = ? and zone = ? and grain = 'month')"), [tenant, tenant, zone, tenant]);
     await trx("rollup_zones").insert({ tenant, zone });
   });
   built.add(key);

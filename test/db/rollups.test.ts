@@ -249,6 +249,7 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     const snapshot = async () => ({
       cells: await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant }).orderBy(["item_id", "cell"]).select("*"),
       periods: await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "grain", "period"]).select("*"),
+      packs: await ctx.db.knex("rollup_day_packs").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "month"]).select("*"),
     });
     // A service of another test may drain the same database meanwhile: what is checked is that no
     // mark of this tenant is left once a drain returns, and the rows, whoever rebuilt them.
@@ -258,9 +259,12 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     expect(await marksLeft()).to.equal(0);
     const sliced = await snapshot();
     expect(sliced.cells.length).to.be.greaterThan(3 * 96);
+    // A month's packed days, one entry (a count of 4 bytes) per day of the month: February's and April's.
+    expect(new Set(sliced.packs.map((p: { n: Uint8Array }) => p.n.length / 4))).to.deep.equal(new Set([28, 30]));
     // The rows spoiled, then the same days marked again and rebuilt without a bound: one statement for each step.
     await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant }).update({ n: 0 });
     await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).update({ n: 0 });
+    await ctx.db.knex("rollup_day_packs").where({ tenant: ctx.tenant }).update({ n: Buffer.alloc(4) });
     await ctx.db.knex.raw("insert into rollup_dirty (tenant, item_id, day) select tenant, item_id, (cell at time zone 'UTC')::date from rollup_cells where tenant = ? group by 1, 2, 3", [ctx.tenant]);
     await reconcile(ctx.db.knex, ctx.tenant, {}, undefined, Number.POSITIVE_INFINITY);
     expect(await marksLeft()).to.equal(0);
@@ -318,7 +322,7 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     await compare(ids, q);
     await drainMarks(ctx.db.knex);
     expect(await deleteEntity(ctx.db.knex, ctx.tenant, ids[0]!)).to.equal(true);
-    for (const table of ["rollup_cells", "rollup_periods", "rollup_dirty"]) {
+    for (const table of ["rollup_cells", "rollup_periods", "rollup_day_packs", "rollup_dirty"]) {
       expect((await ctx.db.knex(table).where({ tenant: ctx.tenant, item_id: ids[0] }).count("* as n"))[0]!.n, table).to.satisfy((n: unknown) => Number(n) === 0);
     }
     await compare(ids, q);
