@@ -50,25 +50,53 @@ function dayNumber(date: string): number {
   return daysFromCivil(y, m, d);
 }
 
+/** The bytes of base64 text (PostgreSQL's `encode(…, 'base64')`, its line breaks skipped), to read. */
+function bytes(base64: string): DataView {
+  const b = Buffer.from(base64, "base64");
+  return new DataView(b.buffer, b.byteOffset, b.byteLength);
+}
+
+/** Bucket starts of local days, by zone, unit and day number: each a time-zone lookup or two (zone-offset.ts), asked again by every portfolio query of the range. */
+const dayStarts = new Map<string, number>();
+const DAY_STARTS_KEPT = 100_000;
+
+/** The start of the `unit` bucket holding local day `day` (a day number) in `zone`. */
+function dayBucketStart(day: number, unit: CalendarUnit, zone: string): number {
+  const key = `${zone}\u0000${unit}\u0000${day}`;
+  let start = dayStarts.get(key);
+  if (start === undefined) {
+    if (dayStarts.size >= DAY_STARTS_KEPT) dayStarts.clear();
+    start = calendarPeriodStart(periodIndex(day * DAY_MS, unit), unit, zone);
+    dayStarts.set(key, start);
+  }
+  return start;
+}
+
 interface PackRow {
   item: string;
-  month: string;
-  n: Uint8Array;
-  v: Uint8Array | null;
+  /** The half-year's first day, as a day number. */
+  half: number;
+  /** The packed columns in base64 (see {@link packedDays}). */
+  n: string;
+  v: string | null;
 }
 
 /**
- * The local days `[from, to)` of a piece read from the months' packed days (migration 014): a row
- * per item and month, its days added up here, per timeline and day, into a row per timeline and
- * bucket. What the day rows would answer for count, sum, avg, min and max, from a twelfth of the
- * rows over a year (docs/decisions/2026-11-28-rollup-day-packs.md). The day sums are added in day
+ * The local days `[from, to)` of a piece read from the half-years' packed days (migration 014): a
+ * row per item and half-year, its days added up here, per timeline and day, into a row per timeline
+ * and bucket. What the day rows would answer for count, sum, avg, min and max, from 2 rows per item
+ * over a year instead of 365 (docs/decisions/2026-11-28-rollup-day-packs.md). The day sums are added in day
  * order per timeline, not in the day rows' order: the same doubles, another order.
  */
 async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: string[], from: string, to: string, unit: CalendarUnit, zone: string, metric: string): Promise<PieceRow[]> {
   const column = metric === "min" || metric === "max" ? metric : metric === "count" ? undefined : "sum";
+  // In base64: a bytea comes as hex text, twice its size, made into a string and decoded again — most
+  // of the service's own time in a portfolio's Daily answer; base64 is a third of that size
+  // (bench/RESULTS.md, Rollups). (The driver's binary format cannot carry bytes: pg decodes every
+  // field as UTF-8 text first.)
   const rows = await rawRows<PackRow>(knex, {
-    sql: `select ${single ? "''" : "item_id::text"} as item, month::text as month, n, ${column ?? "null"} as v from rollup_day_packs
-          where tenant = ? and item_id = any(?::uuid[]) and zone = ? and month >= date_trunc('month', ?::date)::date and month < ?::date`,
+    sql: `select ${single ? "''" : "item_id::text"} as item, (half - date '1970-01-01')::int4 as half, encode(n, 'base64') as n, ${column === undefined ? "null" : `encode(${column}, 'base64')`} as v
+          from rollup_day_packs where tenant = ? and item_id = any(?::uuid[]) and zone = ? and half > (?::date - interval '6 months') and half < ?::date`,
     bindings: [tenant, itemIds, zone, from, to],
   });
   const first = dayNumber(from);
@@ -83,9 +111,9 @@ async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: 
       if (column === "max") acc.v.fill(Number.NEGATIVE_INFINITY);
       sums.set(row.item, acc);
     }
-    const n = new DataView(row.n.buffer, row.n.byteOffset, row.n.byteLength);
-    const v = row.v === null ? undefined : new DataView(row.v.buffer, row.v.byteOffset, row.v.byteLength);
-    const start = dayNumber(row.month) - first;
+    const n = bytes(row.n);
+    const v = row.v === null ? undefined : bytes(row.v);
+    const start = row.half - first;
     const lo = Math.max(0, -start);
     const hi = Math.min(n.byteLength / 4, days - start);
     for (let k = lo; k < hi; k++) {
@@ -102,7 +130,7 @@ async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: 
   }
   // A bucket's start per day (the same for every timeline).
   const starts: number[] = [];
-  for (let k = 0; k < days; k++) starts.push(calendarPeriodStart(periodIndex((first + k) * DAY_MS, unit), unit, zone));
+  for (let k = 0; k < days; k++) starts.push(dayBucketStart(first + k, unit, zone));
   const out: PieceRow[] = [];
   for (const [item, acc] of sums) {
     for (let k = 0; k < days; k++) {

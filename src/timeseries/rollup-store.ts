@@ -39,20 +39,25 @@ const FROM_ROWS = `sum(c.n), ${clampedSum("sum(c.sum::numeric)")}, min(c.min), m
   max(c.close_ts), (array_agg(c.close_source order by c.close_ts desc, c.close_source desc))[1], (array_agg(c.close order by c.close_ts desc, c.close_source desc))[1]`;
 const ROW_COLUMNS = "n, sum, min, max, open_ts, open_source, open, close_ts, close_source, close";
 
+/** The half-year (its first local date, 1 January or 1 July) holding a local date. */
+const halfOf = (date: string) => `(date_trunc('month', ${date}::timestamp) - ((extract(month from ${date})::int - 1) % 6) * interval '1 month')::date`;
+
 /**
- * The packed days of a month (migration 014, `rollup_day_packs`), made from its day rows: the
- * insert of a pack per row of `months` (item_id, zone, period: the month's first local date),
- * given as a relation; bindings: the tenant, those of `months`, the tenant again. A month without
- * a day row gets no pack.
+ * The packed days of half-years (migration 014, `rollup_day_packs`), made from their day rows: the
+ * insert of a pack per row of `halves` (item_id, zone, half), given as a relation; bindings: the
+ * tenant, those of `halves`, the tenant again. A half-year without a day row gets no pack. Its day
+ * rows are one index range scan, each day of the half-year joined to its row or to none.
  */
-function insertPacks(months: string): string {
+function insertPacks(halves: string): string {
   const packed = (column: string, send: string) => `string_agg(${send}(coalesce(d.${column}, 0)), ''::bytea order by k.day)`;
-  return `insert into rollup_day_packs (tenant, item_id, zone, month, n, sum, min, max)
-    select ?, a.item_id, a.zone, a.period, x.*
-    from ${months} as a cross join lateral (
+  return `insert into rollup_day_packs (tenant, item_id, zone, half, n, sum, min, max)
+    select ?, h.item_id, h.zone, h.half, x.*
+    from ${halves} as h cross join lateral (
       select ${packed("n", "int4send")}, ${packed("sum", "float8send")}, ${packed("min", "float8send")}, ${packed("max", "float8send")}
-      from generate_series(a.period::timestamp, a.period + interval '1 month' - interval '1 day', interval '1 day') as k(day)
-      left join rollup_periods d on d.tenant = ? and d.item_id = a.item_id and d.zone = a.zone and d.grain = 'day' and d.period = k.day::date
+      from generate_series(h.half::timestamp, h.half + interval '6 months' - interval '1 day', interval '1 day') as k(day)
+      left join (select period, n, sum, min, max from rollup_periods
+                 where tenant = ? and item_id = h.item_id and zone = h.zone and grain = 'day' and period >= h.half and period < (h.half + interval '6 months')::date) as d
+        on d.period = k.day::date
       having count(d.n) > 0) as x`;
 }
 
@@ -336,11 +341,12 @@ async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { ite
     `rollup_periods c where c.tenant = ? and c.item_id = a.item_id and c.zone = a.zone and c.grain = 'day'
        and c.period >= a.period and c.period < (a.period + interval '1 month')::date`,
   );
-  // The months' packed days, made again from their day rows.
+  // The half-years' packed days, made again from their day rows.
+  const halves = `(select distinct a.item_id, a.zone, ${halfOf("a.period")} as half from ${affected} as a)`;
   await pace.run(() =>
-    trx.raw(`delete from rollup_day_packs p using ${months} as a where p.tenant = ? and p.item_id = a.item_id and p.zone = a.zone and p.month = a.period`, [...bindings, tenant]),
+    trx.raw(`delete from rollup_day_packs p using ${halves} as h where p.tenant = ? and p.item_id = h.item_id and p.zone = h.zone and p.half = h.half`, [...bindings, tenant]),
   );
-  await pace.run(() => trx.raw(insertPacks(months), [tenant, ...bindings, tenant]));
+  await pace.run(() => trx.raw(insertPacks(halves), [tenant, ...bindings, tenant]));
 }
 
 const builtZones = new WeakMap<Knex, Set<string>>();
@@ -372,7 +378,7 @@ export async function ensureZone(knex: Knex, tenant: string, zone: string): Prom
        from rollup_periods c where c.tenant = ? and c.zone = ? and c.grain = 'day' group by c.item_id, month`,
       [tenant, zone, tenant, zone],
     );
-    await trx.raw(insertPacks("(select item_id, zone, period from rollup_periods where tenant = ? and zone = ? and grain = 'month')"), [tenant, tenant, zone, tenant]);
+    await trx.raw(insertPacks(`(select distinct item_id, zone, ${halfOf("period")} as half from rollup_periods where tenant = ? and zone = ? and grain = 'month')`), [tenant, tenant, zone, tenant]);
     await trx("rollup_zones").insert({ tenant, zone });
   });
   built.add(key);

@@ -249,7 +249,7 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     const snapshot = async () => ({
       cells: await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant }).orderBy(["item_id", "cell"]).select("*"),
       periods: await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "grain", "period"]).select("*"),
-      packs: await ctx.db.knex("rollup_day_packs").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "month"]).select("*"),
+      packs: await ctx.db.knex("rollup_day_packs").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "half"]).select("*"),
     });
     // A service of another test may drain the same database meanwhile: what is checked is that no
     // mark of this tenant is left once a drain returns, and the rows, whoever rebuilt them.
@@ -259,8 +259,8 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     expect(await marksLeft()).to.equal(0);
     const sliced = await snapshot();
     expect(sliced.cells.length).to.be.greaterThan(3 * 96);
-    // A month's packed days, one entry (a count of 4 bytes) per day of the month: February's and April's.
-    expect(new Set(sliced.packs.map((p: { n: Uint8Array }) => p.n.length / 4))).to.deep.equal(new Set([28, 30]));
+    // A half-year's packed days, one entry (a count of 4 bytes) per day of January to June 2026, of each item and zone.
+    expect(sliced.packs.map((p: { n: Uint8Array }) => p.n.length / 4)).to.deep.equal([181, 181, 181, 181, 181, 181]);
     // The rows spoiled, then the same days marked again and rebuilt without a bound: one statement for each step.
     await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant }).update({ n: 0 });
     await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).update({ n: 0 });
