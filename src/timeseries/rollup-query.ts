@@ -84,12 +84,12 @@ interface PackRow {
 /**
  * The local days `[from, to)` of a piece read from the half-years' packed days (migration 014): a
  * row per item and half-year, its days added up here, per timeline and day, into a row per timeline
- * and bucket. What the day rows would answer for count, sum, avg, min and max, from 2 rows per item
- * over a year instead of 365 (docs/decisions/2026-11-28-rollup-day-packs.md). The day sums are added in day
+ * and bucket. What the day rows would answer for count, sum and avg, from 2 rows per item over a
+ * year instead of 365 (docs/decisions/2026-11-28-rollup-day-packs.md). The day sums are added in day
  * order per timeline, not in the day rows' order: the same doubles, another order.
  */
 async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: string[], from: string, to: string, unit: CalendarUnit, zone: string, metric: string): Promise<PieceRow[]> {
-  const column = metric === "min" || metric === "max" ? metric : metric === "count" ? undefined : "sum";
+  const column = metric === "count" ? undefined : "sum";
   // In base64: a bytea comes as hex text, twice its size, made into a string and decoded again — most
   // of the service's own time in a portfolio's Daily answer; base64 is a third of that size
   // (bench/RESULTS.md, Rollups). (The driver's binary format cannot carry bytes: pg decodes every
@@ -107,8 +107,6 @@ async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: 
     let acc = sums.get(row.item);
     if (acc === undefined) {
       acc = { n: new Float64Array(days), v: new Float64Array(days) };
-      if (column === "min") acc.v.fill(Number.POSITIVE_INFINITY);
-      if (column === "max") acc.v.fill(Number.NEGATIVE_INFINITY);
       sums.set(row.item, acc);
     }
     const n = bytes(row.n);
@@ -121,11 +119,7 @@ async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: 
       if (count === 0) continue;
       const at = start + k;
       acc.n[at]! += count;
-      if (v === undefined) continue;
-      const value = v.getFloat64(k * 8);
-      if (column === "sum") acc.v[at]! += value;
-      else if (column === "min") acc.v[at] = Math.min(acc.v[at]!, value);
-      else acc.v[at] = Math.max(acc.v[at]!, value);
+      if (v !== undefined) acc.v[at]! += v.getFloat64(k * 8);
     }
   }
   // A bucket's start per day (the same for every timeline).
@@ -136,8 +130,7 @@ async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: 
     for (let k = 0; k < days; k++) {
       const n = acc.n[k]!;
       if (n === 0) continue;
-      const v = acc.v[k]!;
-      out.push({ item, bucket: starts[k]!, n, sum: column === "sum" ? v : null, min: column === "min" ? v : null, max: column === "max" ? v : null, open: null, close: null });
+      out.push({ item, bucket: starts[k]!, n, sum: column === "sum" ? acc.v[k]! : null, min: null, max: null, open: null, close: null });
     }
   }
   return out;
@@ -202,7 +195,7 @@ export async function rollupBuckets(
           bindings: [...b.bindings, tenant, itemIds, new Date(piece.from), new Date(piece.to)],
         });
       }
-      if (piece.source === "days" && !edges) return packedDays(knex, tenant, single, itemIds, localDate(piece.from, zone), localDate(piece.to, zone), unit!, zone, metric);
+      if (piece.source === "days" && (metric === "count" || metric === "sum" || metric === "avg")) return packedDays(knex, tenant, single, itemIds, localDate(piece.from, zone), localDate(piece.to, zone), unit!, zone, metric);
       // Grouped on the local date (a day's own date needs no truncation), written as text once per bucket.
       const period = unit === "day" ? { sql: "period", bindings: [] } : { sql: "date_trunc(?, period::timestamp)::date", bindings: [unit!] };
       return rawRows<PieceRow>(knex, {

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { rawRows, type Statement } from "../db/backend.js";
 import { storageOf } from "../db/storage.js";
+import { buildPacks, rebuildPacks } from "./rollup-packs.js";
 import { Pace } from "./rollup-pace.js";
 import { errorText } from "../errors.js";
 
@@ -38,28 +39,6 @@ const FROM_ROWS = `sum(c.n), ${clampedSum("sum(c.sum::numeric)")}, min(c.min), m
   min(c.open_ts), (array_agg(c.open_source order by c.open_ts, c.open_source))[1], (array_agg(c.open order by c.open_ts, c.open_source))[1],
   max(c.close_ts), (array_agg(c.close_source order by c.close_ts desc, c.close_source desc))[1], (array_agg(c.close order by c.close_ts desc, c.close_source desc))[1]`;
 const ROW_COLUMNS = "n, sum, min, max, open_ts, open_source, open, close_ts, close_source, close";
-
-/** The half-year (its first local date, 1 January or 1 July) holding a local date. */
-const halfOf = (date: string) => `(date_trunc('month', ${date}::timestamp) - ((extract(month from ${date})::int - 1) % 6) * interval '1 month')::date`;
-
-/**
- * The packed days of half-years (migration 014, `rollup_day_packs`), made from their day rows: the
- * insert of a pack per row of `halves` (item_id, zone, half), given as a relation; bindings: the
- * tenant, those of `halves`, the tenant again. A half-year without a day row gets no pack. Its day
- * rows are one index range scan, each day of the half-year joined to its row or to none.
- */
-function insertPacks(halves: string): string {
-  const packed = (column: string, send: string) => `string_agg(${send}(coalesce(d.${column}, 0)), ''::bytea order by k.day)`;
-  return `insert into rollup_day_packs (tenant, item_id, zone, half, n, sum, min, max)
-    select ?, h.item_id, h.zone, h.half, x.*
-    from ${halves} as h cross join lateral (
-      select ${packed("n", "int4send")}, ${packed("sum", "float8send")}, ${packed("min", "float8send")}, ${packed("max", "float8send")}
-      from generate_series(h.half::timestamp, h.half + interval '6 months' - interval '1 day', interval '1 day') as k(day)
-      left join (select period, n, sum, min, max from rollup_periods
-                 where tenant = ? and item_id = h.item_id and zone = h.zone and grain = 'day' and period >= h.half and period < (h.half + interval '6 months')::date) as d
-        on d.period = k.day::date
-      having count(d.n) > 0) as x`;
-}
 
 /** The UTC day (`YYYY-MM-DD`) of an instant. */
 export function utcDay(t: number): string {
@@ -341,12 +320,7 @@ async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { ite
     `rollup_periods c where c.tenant = ? and c.item_id = a.item_id and c.zone = a.zone and c.grain = 'day'
        and c.period >= a.period and c.period < (a.period + interval '1 month')::date`,
   );
-  // The half-years' packed days, made again from their day rows.
-  const halves = `(select distinct a.item_id, a.zone, ${halfOf("a.period")} as half from ${affected} as a)`;
-  await pace.run(() =>
-    trx.raw(`delete from rollup_day_packs p using ${halves} as h where p.tenant = ? and p.item_id = h.item_id and p.zone = h.zone and p.half = h.half`, [...bindings, tenant]),
-  );
-  await pace.run(() => trx.raw(insertPacks(halves), [tenant, ...bindings, tenant]));
+  await rebuildPacks(trx, tenant, pace, `(select distinct a.item_id, a.zone, a.period from ${affected} as a)`, bindings);
 }
 
 const builtZones = new WeakMap<Knex, Set<string>>();
@@ -378,7 +352,7 @@ export async function ensureZone(knex: Knex, tenant: string, zone: string): Prom
        from rollup_periods c where c.tenant = ? and c.zone = ? and c.grain = 'day' group by c.item_id, month`,
       [tenant, zone, tenant, zone],
     );
-    await trx.raw(insertPacks(`(select distinct item_id, zone, ${halfOf("period")} as half from rollup_periods where tenant = ? and zone = ? and grain = 'month')`), [tenant, tenant, zone, tenant]);
+    await buildPacks(trx, tenant, zone);
     await trx("rollup_zones").insert({ tenant, zone });
   });
   built.add(key);

@@ -2,6 +2,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { DateTime } from "luxon";
 import { deleteEntity, upsertEntities } from "../../src/graph/entities.js";
+import { migrations } from "../../src/db/migrations.js";
 import { INTERVALS, type Interval } from "../../src/timeseries/buckets.js";
 import { deleteEvents } from "../../src/timeseries/export.js";
 import { ingestEvents } from "../../src/timeseries/ingest.js";
@@ -261,6 +262,13 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     expect(sliced.cells.length).to.be.greaterThan(3 * 96);
     // A half-year's packed days, one entry (a count of 4 bytes) per day of January to June 2026, of each item and zone.
     expect(sliced.packs.map((p: { n: Uint8Array }) => p.n.length / 4)).to.deep.equal([181, 181, 181, 181, 181, 181]);
+    // Migration 014 packs the day rows stored before it as the reconcile does (run into a temporary table of the same name, which it then reads).
+    const backfilled = await ctx.db.knex.transaction(async (trx) => {
+      await trx.raw("create temporary table rollup_day_packs (like rollup_day_packs) on commit drop");
+      await trx.raw(migrations.find((m) => m.id === "014_rollup_day_packs")!.statements[1]!);
+      return trx("rollup_day_packs").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "half"]).select("*");
+    });
+    expect(backfilled).to.deep.equal(sliced.packs);
     // The rows spoiled, then the same days marked again and rebuilt without a bound: one statement for each step.
     await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant }).update({ n: 0 });
     await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).update({ n: 0 });
