@@ -26,7 +26,9 @@ import type { Knex } from "knex";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { openDatabase, type Database } from "../src/db/database.js";
+import { DateTime } from "luxon";
 import { ingestEvents } from "../src/timeseries/ingest.js";
+import { aggregateEvents } from "../src/timeseries/query.js";
 import { drainMarks, ensureZone } from "../src/timeseries/rollup-store.js";
 import { TimeSeries } from "../src/timeseries/service.js";
 import { binaryCopy, type IngestRow } from "./binary-copy.js";
@@ -170,6 +172,24 @@ async function portfolio(db: Database, tenant: string, ids: string[], label: str
   return times;
 }
 
+/**
+ * A portfolio's Daily sum and avg read from the days' packs (migration 014) and from the day rows,
+ * timed in turns: the two layouts under the same load.
+ */
+async function dailyLayouts(db: Database, tenant: string, ids: string[], label: string, serviceRuns: number): Promise<void> {
+  for (const zone of ZONES) {
+    const { from, to } = yearRange(zone);
+    const range = { from: DateTime.fromISO(from, { zone }), to: DateTime.fromISO(to, { zone }), zone };
+    for (const metric of ["sum", "avg"] as const) {
+      const ask = (dayRows: boolean) => () =>
+        aggregateEvents(db.knex, tenant, { kind: "single", itemIds: ids }, range, { aggregation: { metric, interval: "Daily" } }, { zones: ZONES, dayRows });
+      const [packs, rows] = await alternately(ask(false), ask(true), serviceRuns * 2);
+      const [a, b] = [percentile(packs, 50), percentile(rows, 50)];
+      console.log(`${label} ${metric} Daily ${zone.padEnd(15)}: day packs ${a.toFixed(1).padStart(6)} ms, day rows ${b.toFixed(1).padStart(6)} ms (in turns): ${(b / a).toFixed(1)}x faster`);
+    }
+  }
+}
+
 /** Times `a` and `b` in turns, `runs` times each after two warm-up rounds; the sorted times of each. */
 async function alternately(a: () => Promise<unknown>, b: () => Promise<unknown>, runs: number): Promise<[number[], number[]]> {
   const times: [number[], number[]] = [[], []];
@@ -283,6 +303,7 @@ async function main(): Promise<void> {
     if (parts.includes("portfolio")) {
       const ids = await seed(db.knex, `bench-${items}`, items, 15);
       await portfolio(db, `bench-${items}`, ids, `${items} items`, runs, rawRuns);
+      await dailyLayouts(db, `bench-${items}`, ids, `${items} items`, runs);
     }
     if (parts.includes("dense")) await doubled(db);
     if (parts.includes("ingest")) await ingest(db);

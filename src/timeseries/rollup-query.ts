@@ -1,3 +1,4 @@
+import { endianness } from "node:os";
 import type { Knex } from "knex";
 import { rawRows, type Statement } from "../db/backend.js";
 import { calendarPeriodStart, calendarUnit, type Interval } from "./buckets.js";
@@ -25,6 +26,8 @@ export interface RollupSettings {
   floor?: Date;
   /** Answer a plan of 15-minute cells alone from the cells even where the raw events are kept (rollup-plan.ts). */
   cellsOverRaw?: boolean;
+  /** Read count, sum and avg of local days from the day rows rather than from their packs (the bench and the tests compare both). */
+  dayRows?: boolean;
 }
 
 interface PieceRow {
@@ -50,11 +53,22 @@ function dayNumber(date: string): number {
   return daysFromCivil(y, m, d);
 }
 
-/** The bytes of base64 text (PostgreSQL's `encode(…, 'base64')`, its line breaks skipped), to read. */
-function bytes(base64: string): DataView {
-  const b = Buffer.from(base64, "base64");
-  return new DataView(b.buffer, b.byteOffset, b.byteLength);
+/**
+ * Big-endian int4s or float8s in base64 text (PostgreSQL's `encode(…, 'base64')`, its line breaks
+ * skipped), decoded into `scratch` (aligned: its own memory) and put in this machine's byte order
+ * by native code: the adding up is then plain typed-array arithmetic. Answers how many values.
+ */
+function decodeInto(scratch: Buffer, base64: string, width: 4 | 8): number {
+  const size = scratch.write(base64, 0, "base64");
+  if (LITTLE_ENDIAN) {
+    if (width === 4) scratch.subarray(0, size).swap32();
+    else scratch.subarray(0, size).swap64();
+  }
+  return size / width;
 }
+const LITTLE_ENDIAN = endianness() === "LE";
+/** Room for a pack's column: 184 days of float8. */
+const PACK_BYTES = 184 * 8;
 
 /** Bucket starts of local days, by zone, unit and day number: each a time-zone lookup or two (zone-offset.ts), asked again by every portfolio query of the range. */
 const dayStarts = new Map<string, number>();
@@ -103,23 +117,26 @@ async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: 
   const days = dayNumber(to) - first;
   // Per timeline: count and value of each day of the range.
   const sums = new Map<string, { n: Float64Array; v: Float64Array }>();
+  const [nBytes, vBytes] = [Buffer.alloc(PACK_BYTES), Buffer.alloc(PACK_BYTES)];
+  const [ns, vs] = [new Int32Array(nBytes.buffer, nBytes.byteOffset, PACK_BYTES / 4), new Float64Array(vBytes.buffer, vBytes.byteOffset, PACK_BYTES / 8)];
   for (const row of rows) {
     let acc = sums.get(row.item);
     if (acc === undefined) {
       acc = { n: new Float64Array(days), v: new Float64Array(days) };
       sums.set(row.item, acc);
     }
-    const n = bytes(row.n);
-    const v = row.v === null ? undefined : bytes(row.v);
+    const length = decodeInto(nBytes, row.n, 4);
+    if (row.v !== null) decodeInto(vBytes, row.v, 8);
+    else vs.fill(0);
     const start = row.half - first;
     const lo = Math.max(0, -start);
-    const hi = Math.min(n.byteLength / 4, days - start);
+    const hi = Math.min(length, days - start);
+    const [n, v] = [acc.n, acc.v];
     for (let k = lo; k < hi; k++) {
-      const count = n.getInt32(k * 4);
+      const count = ns[k]!;
       if (count === 0) continue;
-      const at = start + k;
-      acc.n[at]! += count;
-      if (v !== undefined) acc.v[at]! += v.getFloat64(k * 8);
+      n[start + k]! += count;
+      v[start + k]! += vs[k]!;
     }
   }
   // A bucket's start per day (the same for every timeline).
@@ -163,6 +180,7 @@ export async function rollupBuckets(
   metric: string,
   bucketOf: (column: string) => Statement,
   relabel: (t: number) => number,
+  packs = true,
 ): Promise<Map<string, Map<number, BucketRow>>> {
   if (pieces.some((p) => p.source === "days" || p.source === "months")) await ensureZone(knex, tenant, zone);
   const unit = calendarUnit(interval);
@@ -195,7 +213,7 @@ export async function rollupBuckets(
           bindings: [...b.bindings, tenant, itemIds, new Date(piece.from), new Date(piece.to)],
         });
       }
-      if (piece.source === "days" && (metric === "count" || metric === "sum" || metric === "avg")) return packedDays(knex, tenant, single, itemIds, localDate(piece.from, zone), localDate(piece.to, zone), unit!, zone, metric);
+      if (piece.source === "days" && packs && (metric === "count" || metric === "sum" || metric === "avg")) return packedDays(knex, tenant, single, itemIds, localDate(piece.from, zone), localDate(piece.to, zone), unit!, zone, metric);
       // Grouped on the local date (a day's own date needs no truncation), written as text once per bucket.
       const period = unit === "day" ? { sql: "period", bindings: [] } : { sql: "date_trunc(?, period::timestamp)::date", bindings: [unit!] };
       return rawRows<PieceRow>(knex, {
