@@ -26,7 +26,9 @@ import type { Knex } from "knex";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { openDatabase, type Database } from "../src/db/database.js";
+import { DateTime } from "luxon";
 import { ingestEvents } from "../src/timeseries/ingest.js";
+import { aggregateEvents } from "../src/timeseries/query.js";
 import { drainMarks, ensureZone } from "../src/timeseries/rollup-store.js";
 import { TimeSeries } from "../src/timeseries/service.js";
 import { binaryCopy, type IngestRow } from "./binary-copy.js";
@@ -67,7 +69,7 @@ async function seed(knex: Knex, tenant: string, n: number, stepMinutes: number):
   const stored = existing.length === n ? Number((await knex.raw("select count(*) as n from events where tenant = ?", [tenant])).rows[0].n) : 0;
   if (existing.length === n && stored === n * perItem && !(await knex("rollup_dirty").where({ tenant }).first())) return existing.map((e) => e.id);
   await knex("events").where({ tenant }).del();
-  for (const table of ["entities", "rollup_cells", "rollup_periods", "rollup_dirty", "rollup_zones"]) await knex(table).where({ tenant }).del();
+  for (const table of ["entities", "rollup_cells", "rollup_periods", "rollup_day_packs", "rollup_dirty", "rollup_zones"]) await knex(table).where({ tenant }).del();
   const ids = Array.from({ length: n }, () => randomUUID());
   await knex("entities").insert(ids.map((id, k) => ({ tenant, id, type: "Item", key: `m${String(k).padStart(5, "0")}`, attributes: JSON.stringify({ itemAction: "INGEST" }) })));
   await knex.raw("select events_month_partition(m) from generate_series(timestamp '2025-01-01', timestamp '2026-01-01', interval '1 month') m");
@@ -94,7 +96,7 @@ async function seed(knex: Knex, tenant: string, n: number, stepMinutes: number):
   // would; then the statistics and visibility map of a table that autovacuum has visited.
   for (const zone of ZONES) await ensureZone(knex, tenant, zone);
   const built = performance.now() - t;
-  await knex.raw("vacuum analyze events, rollup_cells, rollup_periods, rollup_dirty");
+  await knex.raw("vacuum analyze events, rollup_cells, rollup_periods, rollup_day_packs, rollup_dirty");
   const events = n * perItem;
   console.log(
     `seeded ${tenant}: ${events.toLocaleString("en")} events in ${(seeded / 1000).toFixed(0)} s; rollups built by ${rollupBuild === "statement" ? "one statement" : "the reconcile"} in ${(built / 1000).toFixed(0)} s (${Math.round(events / (built / 1000)).toLocaleString("en")} events/s)`,
@@ -170,6 +172,24 @@ async function portfolio(db: Database, tenant: string, ids: string[], label: str
     console.log(`${label} one item sum Hourly July ${zone.padEnd(15)}: rollups ${ours.toFixed(1).padStart(7)} ms, raw GROUP BY ${base.toFixed(1).padStart(6)} ms: ${(base / ours).toFixed(2)}x`);
   }
   return times;
+}
+
+/**
+ * A portfolio's Daily sum and avg read from the days' packs (migration 014) and from the day rows,
+ * timed in turns: the two layouts under the same load.
+ */
+async function dailyLayouts(db: Database, tenant: string, ids: string[], label: string, serviceRuns: number): Promise<void> {
+  for (const zone of ZONES) {
+    const { from, to } = yearRange(zone);
+    const range = { from: DateTime.fromISO(from, { zone }), to: DateTime.fromISO(to, { zone }), zone };
+    for (const metric of ["sum", "avg"] as const) {
+      const ask = (dayRows: boolean) => () =>
+        aggregateEvents(db.knex, tenant, { kind: "single", itemIds: ids }, range, { aggregation: { metric, interval: "Daily" } }, { zones: ZONES, dayRows });
+      const [packs, rows] = await alternately(ask(false), ask(true), serviceRuns * 2);
+      const [a, b] = [percentile(packs, 50), percentile(rows, 50)];
+      console.log(`${label} ${metric} Daily ${zone.padEnd(15)}: day packs ${a.toFixed(1).padStart(6)} ms, day rows ${b.toFixed(1).padStart(6)} ms (in turns): ${(b / a).toFixed(1)}x faster`);
+    }
+  }
 }
 
 /** Times `a` and `b` in turns, `runs` times each after two warm-up rounds; the sorted times of each. */
@@ -260,7 +280,7 @@ async function ingest(db: Database): Promise<void> {
       `service ${serviceMs.toFixed(0)} ms, ${rate(serviceMs)} events/s); the background reconcile of the ${serviceTenants.length} uploads' ${marks} marks then took ${reconcile.toFixed(0)} ms ` +
       `(${Math.round(reconciled / (reconcile / 1000)).toLocaleString("en")} events/s)`,
   );
-  for (const table of ["events", "entities", "rollup_cells", "rollup_periods", "rollup_dirty", "rollup_zones"]) await db.knex(table).whereIn("tenant", tenants).del();
+  for (const table of ["events", "entities", "rollup_cells", "rollup_periods", "rollup_day_packs", "rollup_dirty", "rollup_zones"]) await db.knex(table).whereIn("tenant", tenants).del();
 }
 
 async function embedded(): Promise<void> {
@@ -287,6 +307,7 @@ async function main(): Promise<void> {
     if (parts.includes("portfolio")) {
       const ids = await seed(db.knex, `bench-${items}`, items, 15);
       await portfolio(db, `bench-${items}`, ids, `${items} items`, runs, rawRuns);
+      await dailyLayouts(db, `bench-${items}`, ids, `${items} items`, runs);
     }
     if (parts.includes("dense")) await doubled(db);
     if (parts.includes("ingest")) await ingest(db);

@@ -313,4 +313,36 @@ export const migrations: Migration[] = [
       `alter table rollup_dirty add column lo timestamptz, add column hi timestamptz`,
     ],
   },
+  {
+    id: "014_rollup_day_packs",
+    statements: [
+      // A portfolio's Daily answer read a day row per item and day (365,000 rows for 1,000 items over
+      // a year, 142–335 ms): per item, zone and local half-year, its days' count and sum packed in
+      // one row, read whole and added up day by day in the service (src/timeseries/rollup-query.ts;
+      // docs/decisions/2026-11-28-rollup-day-packs.md). `half` is the half-year's first local date
+      // (1 January or 1 July); each column holds one entry per day of the half-year, in order, as
+      // PostgreSQL sends them in binary (n: int4send, sum: float8send, big-endian); a day without
+      // events has n = 0 (its sum 0, never read). Count, sum and avg only: the pages a portfolio's
+      // Daily answer reads are its cost (min and max would triple them); min, max, open, close and
+      // diff still read the day rows. A row is at most 2.3 kB, under the table's toast_tuple_target:
+      // kept whole in its page, never compressed nor moved out of line (a read would then fetch its
+      // chunks one by one). Kept with the day and month rows by every reconcile (src/timeseries/rollup-store.ts).
+      `create table rollup_day_packs (
+        tenant text not null, item_id uuid not null, zone text not null, half date not null,
+        n bytea not null, sum bytea not null,
+        primary key (tenant, item_id, zone, half)
+      ) with (toast_tuple_target = 8160)`,
+      // The half-years already rolled up, packed from their day rows.
+      `insert into rollup_day_packs (tenant, item_id, zone, half, n, sum)
+        select h.tenant, h.item_id, h.zone, h.half, x.*
+        from (select distinct tenant, item_id, zone, (date_trunc('month', period::timestamp) - ((extract(month from period)::int - 1) % 6) * interval '1 month')::date as half
+              from rollup_periods where grain = 'month') as h
+        cross join lateral (
+          select string_agg(int4send(coalesce(d.n, 0)), ''::bytea order by k.day), string_agg(float8send(coalesce(d.sum, 0)), ''::bytea order by k.day)
+          from generate_series(h.half::timestamp, h.half + interval '6 months' - interval '1 day', interval '1 day') as k(day)
+          left join (select period, n, sum from rollup_periods
+                     where tenant = h.tenant and item_id = h.item_id and zone = h.zone and grain = 'day' and period >= h.half and period < (h.half + interval '6 months')::date) as d
+            on d.period = k.day::date) as x`,
+    ],
+  },
 ];

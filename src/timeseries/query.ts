@@ -288,7 +288,7 @@ export async function aggregateEvents(
     // Answered from the rollups (rollup-plan.ts), their marks over the range reconciled first.
     await reconcileForQuery(knex, tenant, timeline.itemIds, from, to, rollups!, metric === "diff");
     const relabel = (t: number) => (calendar ? bucketStart(t, interval, range.zone) : t);
-    byKey = await rollupBuckets(knex, tenant, single, timeline.itemIds, pieces, interval, range.zone, metric, (column) => bucketStatement(interval, range, column), relabel).catch(
+    byKey = await rollupBuckets(knex, tenant, single, timeline.itemIds, pieces, interval, range.zone, metric, (column) => bucketStatement(interval, range, column), relabel, rollups!.dayRows !== true).catch(
       (err: unknown) => {
         throw overflow(err, metric);
       },

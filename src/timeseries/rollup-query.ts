@@ -1,7 +1,8 @@
+import { endianness } from "node:os";
 import type { Knex } from "knex";
 import { rawRows, type Statement } from "../db/backend.js";
 import { calendarPeriodStart, calendarUnit, type Interval } from "./buckets.js";
-import { daysFromCivil, DAY_MS, periodIndex } from "./calendar.js";
+import { daysFromCivil, DAY_MS, periodIndex, type CalendarUnit } from "./calendar.js";
 import type { Piece } from "./rollup-plan.js";
 import { ensureZone, hasMarks, reconcile, utcDay } from "./rollup-store.js";
 import { offsetMs } from "./zone-offset.js";
@@ -25,11 +26,14 @@ export interface RollupSettings {
   floor?: Date;
   /** Answer a plan of 15-minute cells alone from the cells even where the raw events are kept (rollup-plan.ts). */
   cellsOverRaw?: boolean;
+  /** Read count, sum and avg of local days from the day rows rather than from their packs (the bench and the tests compare both). */
+  dayRows?: boolean;
 }
 
 interface PieceRow {
   item: string;
-  bucket: Date | string;
+  /** An instant (raw events, cells), a local date `YYYY-MM-DD` (days, months), or a bucket's start already (packed days). */
+  bucket: Date | string | number;
   n: number | string;
   sum: number | null;
   min: number | null;
@@ -41,6 +45,112 @@ interface PieceRow {
 /** The local date (`YYYY-MM-DD`) holding instant `t` in `zone`. */
 function localDate(t: number, zone: string): string {
   return new Date(t + offsetMs(zone, t)).toISOString().slice(0, 10);
+}
+
+/** The day number (0 = 1970-01-01) of a date `YYYY-MM-DD`. */
+function dayNumber(date: string): number {
+  const [y, m, d] = date.split("-").map(Number) as [number, number, number];
+  return daysFromCivil(y, m, d);
+}
+
+/**
+ * Big-endian int4s or float8s in base64 text (PostgreSQL's `encode(…, 'base64')`, its line breaks
+ * skipped), decoded into `scratch` (aligned: its own memory) and put in this machine's byte order
+ * by native code: the adding up is then plain typed-array arithmetic. Answers how many values.
+ */
+function decodeInto(scratch: Buffer, base64: string, width: 4 | 8): number {
+  const size = scratch.write(base64, 0, "base64");
+  if (LITTLE_ENDIAN) {
+    if (width === 4) scratch.subarray(0, size).swap32();
+    else scratch.subarray(0, size).swap64();
+  }
+  return size / width;
+}
+const LITTLE_ENDIAN = endianness() === "LE";
+/** Room for a pack's column: 184 days of float8. */
+const PACK_BYTES = 184 * 8;
+
+/** Bucket starts of local days, by zone, unit and day number: each a time-zone lookup or two (zone-offset.ts), asked again by every portfolio query of the range. */
+const dayStarts = new Map<string, number>();
+const DAY_STARTS_KEPT = 100_000;
+
+/** The start of the `unit` bucket holding local day `day` (a day number) in `zone`. */
+function dayBucketStart(day: number, unit: CalendarUnit, zone: string): number {
+  const key = `${zone}\u0000${unit}\u0000${day}`;
+  let start = dayStarts.get(key);
+  if (start === undefined) {
+    if (dayStarts.size >= DAY_STARTS_KEPT) dayStarts.clear();
+    start = calendarPeriodStart(periodIndex(day * DAY_MS, unit), unit, zone);
+    dayStarts.set(key, start);
+  }
+  return start;
+}
+
+interface PackRow {
+  item: string;
+  /** The half-year's first day, as a day number. */
+  half: number;
+  /** The packed columns in base64 (see {@link packedDays}). */
+  n: string;
+  v: string | null;
+}
+
+/**
+ * The local days `[from, to)` of a piece read from the half-years' packed days (migration 014): a
+ * row per item and half-year, its days added up here, per timeline and day, into a row per timeline
+ * and bucket. What the day rows would answer for count, sum and avg, from 2 rows per item over a
+ * year instead of 365 (docs/decisions/2026-11-28-rollup-day-packs.md). The day sums are added in day
+ * order per timeline, not in the day rows' order: the same doubles, another order.
+ */
+async function packedDays(knex: Knex, tenant: string, single: boolean, itemIds: string[], from: string, to: string, unit: CalendarUnit, zone: string, metric: string): Promise<PieceRow[]> {
+  const column = metric === "count" ? undefined : "sum";
+  // In base64: a bytea comes as hex text, twice its size, made into a string and decoded again — most
+  // of the service's own time in a portfolio's Daily answer; base64 is a third of that size
+  // (bench/RESULTS.md, Rollups). (The driver's binary format cannot carry bytes: pg decodes every
+  // field as UTF-8 text first.)
+  const rows = await rawRows<PackRow>(knex, {
+    sql: `select ${single ? "''" : "item_id::text"} as item, (half - date '1970-01-01')::int4 as half, encode(n, 'base64') as n, ${column === undefined ? "null" : `encode(${column}, 'base64')`} as v
+          from rollup_day_packs where tenant = ? and item_id = any(?::uuid[]) and zone = ? and half > (?::date - interval '6 months') and half < ?::date`,
+    bindings: [tenant, itemIds, zone, from, to],
+  });
+  const first = dayNumber(from);
+  const days = dayNumber(to) - first;
+  // Per timeline: count and value of each day of the range.
+  const sums = new Map<string, { n: Float64Array; v: Float64Array }>();
+  const [nBytes, vBytes] = [Buffer.alloc(PACK_BYTES), Buffer.alloc(PACK_BYTES)];
+  const [ns, vs] = [new Int32Array(nBytes.buffer, nBytes.byteOffset, PACK_BYTES / 4), new Float64Array(vBytes.buffer, vBytes.byteOffset, PACK_BYTES / 8)];
+  for (const row of rows) {
+    let acc = sums.get(row.item);
+    if (acc === undefined) {
+      acc = { n: new Float64Array(days), v: new Float64Array(days) };
+      sums.set(row.item, acc);
+    }
+    const length = decodeInto(nBytes, row.n, 4);
+    if (row.v !== null) decodeInto(vBytes, row.v, 8);
+    else vs.fill(0);
+    const start = row.half - first;
+    const lo = Math.max(0, -start);
+    const hi = Math.min(length, days - start);
+    const [n, v] = [acc.n, acc.v];
+    for (let k = lo; k < hi; k++) {
+      const count = ns[k]!;
+      if (count === 0) continue;
+      n[start + k]! += count;
+      v[start + k]! += vs[k]!;
+    }
+  }
+  // A bucket's start per day (the same for every timeline).
+  const starts: number[] = [];
+  for (let k = 0; k < days; k++) starts.push(dayBucketStart(first + k, unit, zone));
+  const out: PieceRow[] = [];
+  for (const [item, acc] of sums) {
+    for (let k = 0; k < days; k++) {
+      const n = acc.n[k]!;
+      if (n === 0) continue;
+      out.push({ item, bucket: starts[k]!, n, sum: column === "sum" ? acc.v[k]! : null, min: null, max: null, open: null, close: null });
+    }
+  }
+  return out;
 }
 
 /**
@@ -70,6 +180,7 @@ export async function rollupBuckets(
   metric: string,
   bucketOf: (column: string) => Statement,
   relabel: (t: number) => number,
+  packs = true,
 ): Promise<Map<string, Map<number, BucketRow>>> {
   if (pieces.some((p) => p.source === "days" || p.source === "months")) await ensureZone(knex, tenant, zone);
   const unit = calendarUnit(interval);
@@ -102,6 +213,7 @@ export async function rollupBuckets(
           bindings: [...b.bindings, tenant, itemIds, new Date(piece.from), new Date(piece.to)],
         });
       }
+      if (piece.source === "days" && packs && (metric === "count" || metric === "sum" || metric === "avg")) return packedDays(knex, tenant, single, itemIds, localDate(piece.from, zone), localDate(piece.to, zone), unit!, zone, metric);
       // Grouped on the local date (a day's own date needs no truncation), written as text once per bucket.
       const period = unit === "day" ? { sql: "period", bindings: [] } : { sql: "date_trunc(?, period::timestamp)::date", bindings: [unit!] };
       return rawRows<PieceRow>(knex, {
@@ -116,7 +228,8 @@ export async function rollupBuckets(
   for (const rows of results) {
     for (const row of rows) {
       let start: number;
-      if (typeof row.bucket === "string") {
+      if (typeof row.bucket === "number") start = row.bucket;
+      else if (typeof row.bucket === "string") {
         const [y, m, d] = row.bucket.split("-").map(Number) as [number, number, number];
         start = calendarPeriodStart(periodIndex(daysFromCivil(y, m, d) * DAY_MS, unit!), unit!, zone);
       } else start = relabel(row.bucket.getTime());
@@ -131,8 +244,9 @@ export async function rollupBuckets(
       }
       found.n += n;
       found.sum = found.sum === null || sum === null ? null : found.sum + sum;
-      found.min = Math.min(found.min!, row.min!);
-      found.max = Math.max(found.max!, row.max!);
+      // Packed days carry only the metric's value: null in the others.
+      found.min = found.min === null ? row.min : row.min === null ? found.min : Math.min(found.min, row.min);
+      found.max = found.max === null ? row.max : row.max === null ? found.max : Math.max(found.max, row.max);
       found.close = row.close;
     }
   }

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { rawRows, type Statement } from "../db/backend.js";
 import { storageOf } from "../db/storage.js";
+import { buildPacks, rebuildPacks } from "./rollup-packs.js";
 import { Pace } from "./rollup-pace.js";
 import { errorText } from "../errors.js";
 
@@ -108,7 +109,7 @@ export async function deleteAndMark(knex: Knex, tenant: string, itemId: string, 
 
 /** Removes a deleted item's rollups and marks (its events are deleted in the same transaction). */
 export async function forgetItem(knex: Knex, tenant: string, itemId: string): Promise<void> {
-  for (const table of ["rollup_cells", "rollup_periods", "rollup_dirty"]) await knex(table).where({ tenant, item_id: itemId }).del();
+  for (const table of ["rollup_cells", "rollup_periods", "rollup_day_packs", "rollup_dirty"]) await knex(table).where({ tenant, item_id: itemId }).del();
 }
 
 /** Which marks a reconcile handles: those of some items and UTC days, or all of a tenant's. */
@@ -319,6 +320,7 @@ async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { ite
     `rollup_periods c where c.tenant = ? and c.item_id = a.item_id and c.zone = a.zone and c.grain = 'day'
        and c.period >= a.period and c.period < (a.period + interval '1 month')::date`,
   );
+  await rebuildPacks(trx, tenant, pace, `(select distinct a.item_id, a.zone, a.period from ${affected} as a)`, bindings);
 }
 
 const builtZones = new WeakMap<Knex, Set<string>>();
@@ -337,7 +339,7 @@ export async function ensureZone(knex: Knex, tenant: string, zone: string): Prom
     if (found !== undefined) return;
     await trx.raw("select pg_advisory_xact_lock(?, hashtext(?))", [LOCK_CLASS, tenant]);
     if ((await trx("rollup_zones").where({ tenant, zone }).first()) !== undefined) return;
-    await trx("rollup_periods").where({ tenant, zone }).del();
+    for (const table of ["rollup_periods", "rollup_day_packs"]) await trx(table).where({ tenant, zone }).del();
     await trx.raw(
       `insert into rollup_periods (tenant, item_id, zone, grain, period, ${ROW_COLUMNS})
        select ?, c.item_id, ?, 'day', (c.cell at time zone ?)::date as period, ${FROM_ROWS}
@@ -350,6 +352,7 @@ export async function ensureZone(knex: Knex, tenant: string, zone: string): Prom
        from rollup_periods c where c.tenant = ? and c.zone = ? and c.grain = 'day' group by c.item_id, month`,
       [tenant, zone, tenant, zone],
     );
+    await buildPacks(trx, tenant, zone);
     await trx("rollup_zones").insert({ tenant, zone });
   });
   built.add(key);

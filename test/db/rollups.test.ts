@@ -2,6 +2,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { DateTime } from "luxon";
 import { deleteEntity, upsertEntities } from "../../src/graph/entities.js";
+import { migrations } from "../../src/db/migrations.js";
 import { INTERVALS, type Interval } from "../../src/timeseries/buckets.js";
 import { deleteEvents } from "../../src/timeseries/export.js";
 import { ingestEvents } from "../../src/timeseries/ingest.js";
@@ -249,6 +250,7 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     const snapshot = async () => ({
       cells: await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant }).orderBy(["item_id", "cell"]).select("*"),
       periods: await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "grain", "period"]).select("*"),
+      packs: await ctx.db.knex("rollup_day_packs").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "half"]).select("*"),
     });
     // A service of another test may drain the same database meanwhile: what is checked is that no
     // mark of this tenant is left once a drain returns, and the rows, whoever rebuilt them.
@@ -258,9 +260,19 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     expect(await marksLeft()).to.equal(0);
     const sliced = await snapshot();
     expect(sliced.cells.length).to.be.greaterThan(3 * 96);
+    // A half-year's packed days, one entry (a count of 4 bytes) per day of January to June 2026, of each item and zone.
+    expect(sliced.packs.map((p: { n: Uint8Array }) => p.n.length / 4)).to.deep.equal([181, 181, 181, 181, 181, 181]);
+    // Migration 014 packs the day rows stored before it as the reconcile does (run into a temporary table of the same name, which it then reads).
+    const backfilled = await ctx.db.knex.transaction(async (trx) => {
+      await trx.raw("create temporary table rollup_day_packs (like rollup_day_packs) on commit drop");
+      await trx.raw(migrations.find((m) => m.id === "014_rollup_day_packs")!.statements[1]!);
+      return trx("rollup_day_packs").where({ tenant: ctx.tenant }).orderBy(["item_id", "zone", "half"]).select("*");
+    });
+    expect(backfilled).to.deep.equal(sliced.packs);
     // The rows spoiled, then the same days marked again and rebuilt without a bound: one statement for each step.
     await ctx.db.knex("rollup_cells").where({ tenant: ctx.tenant }).update({ n: 0 });
     await ctx.db.knex("rollup_periods").where({ tenant: ctx.tenant }).update({ n: 0 });
+    await ctx.db.knex("rollup_day_packs").where({ tenant: ctx.tenant }).update({ n: Buffer.alloc(4) });
     await ctx.db.knex.raw("insert into rollup_dirty (tenant, item_id, day) select tenant, item_id, (cell at time zone 'UTC')::date from rollup_cells where tenant = ? group by 1, 2, 3", [ctx.tenant]);
     await reconcile(ctx.db.knex, ctx.tenant, {}, undefined, Number.POSITIVE_INFINITY);
     expect(await marksLeft()).to.equal(0);
@@ -318,7 +330,7 @@ describeEachBackend("rollups answer as the raw events do", (ctx) => {
     await compare(ids, q);
     await drainMarks(ctx.db.knex);
     expect(await deleteEntity(ctx.db.knex, ctx.tenant, ids[0]!)).to.equal(true);
-    for (const table of ["rollup_cells", "rollup_periods", "rollup_dirty"]) {
+    for (const table of ["rollup_cells", "rollup_periods", "rollup_day_packs", "rollup_dirty"]) {
       expect((await ctx.db.knex(table).where({ tenant: ctx.tenant, item_id: ids[0] }).count("* as n"))[0]!.n, table).to.satisfy((n: unknown) => Number(n) === 0);
     }
     await compare(ids, q);
