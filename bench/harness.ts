@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { type Agent, request as httpRequest } from "node:http";
 import { cpus } from "node:os";
+import pg from "pg";
 
 /** Times `fn` `iterations` times after `warmup` runs; returns milliseconds per run, sorted. */
 export async function timeRuns(fn: (i: number) => Promise<unknown>, iterations: number, warmup = Math.min(20, iterations)): Promise<number[]> {
@@ -157,4 +158,19 @@ export function post(agent: Agent, port: number, path: string, headers: Record<s
     req.on("error", reject);
     req.end(body);
   });
+}
+
+/** The database of a PostgreSQL URL, made when missing (through the server's `postgres` database). */
+export async function ensureDatabase(url: string): Promise<void> {
+  const u = new URL(url);
+  const name = u.pathname.slice(1);
+  u.pathname = "/postgres";
+  const admin = new pg.Client({ connectionString: u.toString() });
+  await admin.connect();
+  try {
+    const found = await admin.query("select 1 from pg_database where datname = $1", [name]);
+    if (found.rowCount === 0) await admin.query(`create database "${name.replace(/"/g, '""')}"`);
+  } finally {
+    await admin.end();
+  }
 }

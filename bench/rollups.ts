@@ -32,7 +32,7 @@ import { aggregateEvents } from "../src/timeseries/query.js";
 import { drainMarks, ensureZone } from "../src/timeseries/rollup-store.js";
 import { TimeSeries } from "../src/timeseries/service.js";
 import { binaryCopy, type IngestRow } from "./binary-copy.js";
-import { cpuBetween, cpuSnapshot, option, percentile, timeRuns } from "./harness.js";
+import { cpuBetween, cpuSnapshot, ensureDatabase, option, percentile, timeRuns } from "./harness.js";
 
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/bench_rollups");
 const items = Number(option("items", "1000"));
@@ -49,18 +49,6 @@ const parts = option("parts", "portfolio,dense,ingest,embedded").split(",");
 /** How the seed builds the rollups: the reconcile (what the service runs), or one set-based statement per level (the same rows, faster). */
 const rollupBuild = option("rollup-build", "reconcile");
 const ZONES = ["UTC", "Europe/Brussels"];
-
-/** The database of the URL, made when missing. */
-async function ensureDatabase(url: string): Promise<void> {
-  const u = new URL(url);
-  const name = u.pathname.slice(1);
-  u.pathname = "/postgres";
-  const admin = new pg.Client({ connectionString: u.toString() });
-  await admin.connect();
-  const found = await admin.query("select 1 from pg_database where datname = $1", [name]);
-  if (found.rowCount === 0) await admin.query(`create database ${name}`);
-  await admin.end();
-}
 
 /** A tenant of `n` items × the year 2025 of events every `stepMinutes`, its rollups built; made once, reused. */
 async function seed(knex: Knex, tenant: string, n: number, stepMinutes: number): Promise<string[]> {

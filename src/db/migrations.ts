@@ -345,4 +345,17 @@ export const migrations: Migration[] = [
             on d.period = k.day::date) as x`,
     ],
   },
+  {
+    id: "015_attribute_index_pending_list",
+    statements: [
+      // New entries of a GIN index wait in its pending list (fastupdate) until a VACUUM, or until
+      // the list passes gin_pending_list_limit (4 MB by default), and every lookup reads the whole
+      // list. After a bulk write of entities, each attribute probe of a graph walk read up to 4 MB,
+      // until autovacuum came (on PostgreSQL) or the list filled (the embedded database has no
+      // autovacuum): the issue 30 value join took 50 ms instead of 5-8 on PostgreSQL, 93-101 ms
+      // instead of 8-14 embedded. A list of 64 kB (the least allowed) keeps fastupdate's batched
+      // inserts, and seeding 152,207 entities took no longer (bench/RESULTS.md, "The GIN index's pending list").
+      `alter index entities_scoped_attributes set (gin_pending_list_limit = 64)`,
+    ],
+  },
 ];

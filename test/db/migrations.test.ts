@@ -37,8 +37,9 @@ describeEachBackend("schema", (ctx) => {
     expect(await indexDefinitions(knex, "entities")).to.have.members([
       "USING btree (tenant, id)",
       "USING btree (tenant, type, key)",
-      // Attributes under their tenant and type: a lookup reads one tenant's matches only (migration 006).
-      "USING gin (graph_scoped_attributes(tenant, type, attributes) jsonb_path_ops)",
+      // Attributes under their tenant and type: a lookup reads one tenant's matches only (migration
+      // 006); new entries wait in a pending list of at most 64 kB, which every lookup reads (015).
+      "USING gin (graph_scoped_attributes(tenant, type, attributes) jsonb_path_ops) WITH (gin_pending_list_limit='64')",
     ]);
     expect(await indexDefinitions(knex, "links")).to.have.members([
       "USING btree (tenant, from_id, relation, to_id)",

@@ -38,4 +38,24 @@ describe("statistics of the embedded database", function () {
     await createLinks(db.knex, "t", many.map((e) => ({ from: { id: stored[0]!.id }, relation: "r", to: { id: e.id } })));
     await eventually(async () => (await estimatedRows(db, "links")) === 600);
   });
+
+  it("empty the attribute index's pending list with them, which a small write leaves filled", async () => {
+    // How many pages of the pending list this call moved into the index (and so emptied).
+    const cleaned = async () => {
+      const { rows } = (await db.knex.raw("select gin_clean_pending_list('entities_scoped_attributes'::regclass)::int as pages")) as { rows: { pages: number }[] };
+      return rows[0]!.pages;
+    };
+    await cleaned();
+    const before = await estimatedRows(db, "entities");
+    await upsertEntities(db.knex, "p", [{ type: "P", key: "one", attributes: { city: "C1" } }]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Below the threshold: no renewal, the new entry waits in the pending list.
+    expect(await estimatedRows(db, "entities")).to.equal(before);
+    expect(await cleaned()).to.be.greaterThan(0);
+
+    await upsertEntities(db.knex, "p", Array.from({ length: 700 }, (_, i) => ({ type: "P", key: `k${i}`, attributes: { city: `C${i % 7}`, tags: [`t${i}`] } })));
+    // The list is emptied before the ANALYZE, so new statistics mean an empty list.
+    await eventually(async () => (await estimatedRows(db, "entities")) === before + 701);
+    expect(await cleaned()).to.equal(0);
+  });
 });
