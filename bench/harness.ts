@@ -174,3 +174,20 @@ export async function ensureDatabase(url: string): Promise<void> {
     await admin.end();
   }
 }
+
+/** Runs `work`, and answers its result with the longest time the event loop did not turn meanwhile (ms; a 5 ms timer's lateness). */
+export async function withLongestStall<T>(work: () => Promise<T>): Promise<{ result: T; stallMs: number }> {
+  let last = performance.now();
+  let worst = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    worst = Math.max(worst, now - last);
+    last = now;
+  }, 5);
+  try {
+    const result = await work();
+    return { result, stallMs: Math.max(worst, performance.now() - last) };
+  } finally {
+    clearInterval(timer);
+  }
+}

@@ -29,10 +29,11 @@ import { openDatabase, type Database } from "../src/db/database.js";
 import { DateTime } from "luxon";
 import { ingestEvents } from "../src/timeseries/ingest.js";
 import { aggregateEvents } from "../src/timeseries/query.js";
-import { drainMarks, ensureZone } from "../src/timeseries/rollup-store.js";
+import { drainMarks } from "../src/timeseries/rollup-store.js";
+import { ensureZone } from "../src/timeseries/rollup-zones.js";
 import { TimeSeries } from "../src/timeseries/service.js";
 import { binaryCopy, type IngestRow } from "./binary-copy.js";
-import { cpuBetween, cpuSnapshot, ensureDatabase, option, percentile, timeRuns } from "./harness.js";
+import { cpuBetween, cpuSnapshot, ensureDatabase, option, percentile, timeRuns, withLongestStall } from "./harness.js";
 
 const databaseUrl = option("database-url", "postgres://postgres@127.0.0.1:5432/bench_rollups");
 const items = Number(option("items", "1000"));
@@ -82,12 +83,17 @@ async function seed(knex: Knex, tenant: string, n: number, stepMinutes: number):
   }
   // The local days and months of the zones asked, built as a tenant's first query of each zone
   // would; then the statistics and visibility map of a table that autovacuum has visited.
-  for (const zone of ZONES) await ensureZone(knex, tenant, zone);
+  const zoneTimes: string[] = [];
+  for (const zone of ZONES) {
+    const started = performance.now();
+    const { stallMs } = await withLongestStall(() => ensureZone(knex, tenant, zone));
+    zoneTimes.push(`${zone} ${(performance.now() - started).toFixed(0)} ms (event loop stalled at most ${stallMs.toFixed(0)} ms)`);
+  }
   const built = performance.now() - t;
   await knex.raw("vacuum analyze events, rollup_cells, rollup_periods, rollup_day_packs, rollup_dirty");
   const events = n * perItem;
   console.log(
-    `seeded ${tenant}: ${events.toLocaleString("en")} events in ${(seeded / 1000).toFixed(0)} s; rollups built by ${rollupBuild === "statement" ? "one statement" : "the reconcile"} in ${(built / 1000).toFixed(0)} s (${Math.round(events / (built / 1000)).toLocaleString("en")} events/s)`,
+    `seeded ${tenant}: ${events.toLocaleString("en")} events in ${(seeded / 1000).toFixed(0)} s; rollups built by ${rollupBuild === "statement" ? "one statement" : "the reconcile"} in ${(built / 1000).toFixed(0)} s (${Math.round(events / (built / 1000)).toLocaleString("en")} events/s); the zones' first builds: ${zoneTimes.join(", ")}`,
   );
   return ids;
 }
@@ -275,6 +281,10 @@ async function embedded(): Promise<void> {
   const db = await openDatabase({ databaseUrl: undefined, dataDir: "memory://", poolSize: 1 });
   try {
     const ids = await seed(db.knex, "bench-embedded", embeddedItems, 15);
+    // The baseline of the zones' first builds above (in steps of at most ~50 ms there): a third zone in one statement a step.
+    const started = performance.now();
+    const { stallMs } = await withLongestStall(() => ensureZone(db.knex, "bench-embedded", "Asia/Kolkata", Number.POSITIVE_INFINITY));
+    console.log(`embedded: a zone built in one statement a step (the baseline): ${(performance.now() - started).toFixed(0)} ms, the event loop stalled ${stallMs.toFixed(0)} ms`);
     await portfolio(db, "bench-embedded", ids, `embedded ${embeddedItems} items`, Math.max(3, Math.floor(runs / 3)), rawRuns);
     const rows = Array.from({ length: 96 * 31 }, (_, q) => ({ itemId: ids[q % ids.length], timestamp: new Date(Date.UTC(2026, 0, 1) + q * 900_000).toISOString(), value: q }));
     const t = performance.now();

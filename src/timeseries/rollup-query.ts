@@ -4,7 +4,8 @@ import { rawRows, type Statement } from "../db/backend.js";
 import { calendarPeriodStart, calendarUnit, type Interval } from "./buckets.js";
 import { daysFromCivil, DAY_MS, periodIndex, type CalendarUnit } from "./calendar.js";
 import type { Piece } from "./rollup-plan.js";
-import { ensureZone, hasMarks, reconcile, utcDay } from "./rollup-store.js";
+import { hasMarks, reconcile, utcDay } from "./rollup-store.js";
+import { ensureZone } from "./rollup-zones.js";
 import { offsetMs } from "./zone-offset.js";
 
 /** A bucket's aggregates (the raw path's row, and the rollups' merged one). */

@@ -1,7 +1,7 @@
 import type { Knex } from "knex";
 import { rawRows, type Statement } from "../db/backend.js";
 import { storageOf } from "../db/storage.js";
-import { buildPacks, rebuildPacks } from "./rollup-packs.js";
+import { rebuildPacks } from "./rollup-packs.js";
 import { Pace } from "./rollup-pace.js";
 import { errorText } from "../errors.js";
 
@@ -25,7 +25,7 @@ const RECONCILE_BATCH = 5000;
 /** How often the background drain runs. */
 export const ROLLUP_DRAIN_EVERY_MS = 2000;
 /** The advisory lock class of the rollups (the tenant's hash is the other key). */
-const LOCK_CLASS = 270_027;
+export const LOCK_CLASS = 270_027;
 const DAY_MS = 86_400_000;
 const MAX_DOUBLE = "1.7976931348623157e308";
 
@@ -35,10 +35,10 @@ function clampedSum(numeric: string): string {
 }
 
 /** The aggregate columns of a rollup row made from finer rows `c` (cells or days). */
-const FROM_ROWS = `sum(c.n), ${clampedSum("sum(c.sum::numeric)")}, min(c.min), max(c.max),
+export const FROM_ROWS = `sum(c.n), ${clampedSum("sum(c.sum::numeric)")}, min(c.min), max(c.max),
   min(c.open_ts), (array_agg(c.open_source order by c.open_ts, c.open_source))[1], (array_agg(c.open order by c.open_ts, c.open_source))[1],
   max(c.close_ts), (array_agg(c.close_source order by c.close_ts desc, c.close_source desc))[1], (array_agg(c.close order by c.close_ts desc, c.close_source desc))[1]`;
-const ROW_COLUMNS = "n, sum, min, max, open_ts, open_source, open, close_ts, close_source, close";
+export const ROW_COLUMNS = "n, sum, min, max, open_ts, open_source, open, close_ts, close_source, close";
 
 /** The UTC day (`YYYY-MM-DD`) of an instant. */
 export function utcDay(t: number): string {
@@ -282,7 +282,7 @@ async function rebuildCells(trx: Knex, tenant: string, pace: Pace, ranges: CellR
 }
 
 /** Rebuilds the local days and months of the zones that hold the items' UTC days, from their cells. */
-async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { item: string; day: string }[], zones: string[]): Promise<void> {
+export async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { item: string; day: string }[], zones: string[]): Promise<void> {
   const m = "unnest(?::uuid[], ?::date[]) as m(item_id, day)";
   const lo = "(m.day::timestamp at time zone 'UTC')";
   const hi = "((m.day + 1)::timestamp at time zone 'UTC')";
@@ -321,41 +321,6 @@ async function rebuildPeriods(trx: Knex, tenant: string, pace: Pace, days: { ite
        and c.period >= a.period and c.period < (a.period + interval '1 month')::date`,
   );
   await rebuildPacks(trx, tenant, pace, `(select distinct a.item_id, a.zone, a.period from ${affected} as a)`, bindings);
-}
-
-const builtZones = new WeakMap<Knex, Set<string>>();
-
-/**
- * Makes sure the tenant's rollups hold the local days and months of `zone`: built once from its
- * cells (under the tenant's reconcile lock), then kept by every reconcile. Cached per process.
- */
-export async function ensureZone(knex: Knex, tenant: string, zone: string): Promise<void> {
-  let built = builtZones.get(knex);
-  if (built === undefined) builtZones.set(knex, (built = new Set()));
-  const key = `${tenant}\u0000${zone}`;
-  if (built.has(key)) return;
-  await knex.transaction(async (trx) => {
-    const found = await trx("rollup_zones").where({ tenant, zone }).first();
-    if (found !== undefined) return;
-    await trx.raw("select pg_advisory_xact_lock(?, hashtext(?))", [LOCK_CLASS, tenant]);
-    if ((await trx("rollup_zones").where({ tenant, zone }).first()) !== undefined) return;
-    for (const table of ["rollup_periods", "rollup_day_packs"]) await trx(table).where({ tenant, zone }).del();
-    await trx.raw(
-      `insert into rollup_periods (tenant, item_id, zone, grain, period, ${ROW_COLUMNS})
-       select ?, c.item_id, ?, 'day', (c.cell at time zone ?)::date as period, ${FROM_ROWS}
-       from rollup_cells c where c.tenant = ? group by c.item_id, period`,
-      [tenant, zone, zone, tenant],
-    );
-    await trx.raw(
-      `insert into rollup_periods (tenant, item_id, zone, grain, period, ${ROW_COLUMNS})
-       select ?, c.item_id, ?, 'month', date_trunc('month', c.period)::date as month, ${FROM_ROWS}
-       from rollup_periods c where c.tenant = ? and c.zone = ? and c.grain = 'day' group by c.item_id, month`,
-      [tenant, zone, tenant, zone],
-    );
-    await buildPacks(trx, tenant, zone);
-    await trx("rollup_zones").insert({ tenant, zone });
-  });
-  built.add(key);
 }
 
 /** Reconciles every tenant's marks (statements bounded as {@link reconcile}'s); answers how many were handled. */
