@@ -80,14 +80,25 @@ async function buildInSteps(trx: Knex, tenant: string, zone: string, boundMs: nu
       bindings: [tenant, tenant, tenant, tenant],
     }),
   );
-  const days: { item: string; day: string }[] = [];
-  for (const { item, first, last } of spans) {
-    for (let t = Math.floor(first / DAY_MS) * DAY_MS; t <= last; t += DAY_MS) days.push({ item, day: utcDay(t) });
+  // Made as they are taken: thousands of sparse items over years would be millions of days.
+  function* daysOf() {
+    for (const { item, first, last } of spans) {
+      for (let t = Math.floor(first / DAY_MS) * DAY_MS; t <= last; t += DAY_MS) yield { item, day: utcDay(t) };
+    }
   }
-  for (let at = 0; at < days.length; ) {
-    const chunk = days.slice(at, at + pace.span.marks);
+  const days = daysOf();
+  for (let ended = false; !ended; ) {
+    const chunk: { item: string; day: string }[] = [];
+    while (chunk.length < pace.span.marks) {
+      const next = days.next();
+      if (next.done === true) {
+        ended = true;
+        break;
+      }
+      chunk.push(next.value);
+    }
+    if (chunk.length === 0) break;
     await rebuildPeriods(trx, tenant, pace, chunk, [zone]);
     pace.adapt();
-    at += chunk.length;
   }
 }
