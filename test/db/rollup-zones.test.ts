@@ -71,3 +71,45 @@ describeEachBackend("a zone's first build of the rollups", (ctx) => {
     expect(await snapshot()).to.deep.equal(built);
   });
 });
+
+describeEachBackend("the reconcile's cells statements", (ctx) => {
+  it("read each marked range by an index range scan, also once the tables have statistics", async function () {
+    this.timeout(120_000);
+    const ids = (
+      await upsertEntities(
+        ctx.db.knex,
+        ctx.tenant,
+        ["a", "b", "c"].map((key) => ({ type: "Item", key, attributes: { itemAction: "INGEST" } })),
+      )
+    ).map((e) => e.id);
+    // 40 days of quarter hours of three items, rolled up and analysed; then one event more on each of 20 of those days.
+    const quarterHours = Array.from({ length: 40 * 96 }, (_, q) => FROM + q * 900_000);
+    await ingestEvents(ctx.db.knex, ctx.tenant, ids.flatMap((itemId, k) => quarterHours.map((t) => ({ itemId, timestamp: new Date(t).toISOString(), value: k }))));
+    await reconcile(ctx.db.knex, ctx.tenant, {}, undefined, Number.POSITIVE_INFINITY);
+    await ctx.db.knex.raw("analyze rollup_cells, events");
+    await ingestEvents(ctx.db.knex, ctx.tenant, ids.flatMap((itemId) => Array.from({ length: 20 }, (_, d) => ({ itemId, timestamp: new Date(FROM + d * 2 * 86_400_000 + 60_000).toISOString(), value: 9 }))));
+    const statements: { sql: string; bindings: unknown[] }[] = [];
+    const capture = (query: { sql: string; bindings: unknown[] }) => {
+      if (/^\s*(delete from rollup_cells|insert into rollup_cells)/.test(query.sql)) statements.push(query);
+    };
+    ctx.db.knex.on("query", capture);
+    try {
+      await reconcile(ctx.db.knex, ctx.tenant, {}, undefined, Number.POSITIVE_INFINITY);
+    } finally {
+      ctx.db.knex.removeListener("query", capture);
+    }
+    expect(new Set(statements.map((s) => s.sql.trim().slice(0, 6)))).to.deep.equal(new Set(["delete", "insert"]));
+    for (const { sql, bindings } of statements) {
+      const plan = await ctx.db.knex.transaction(async (trx) => {
+        const { rows } = (await trx.raw(`explain ${sql.replace(/\$\d+/g, "?")}`, bindings as never[])) as { rows: { "QUERY PLAN": string }[] };
+        return rows.map((r) => r["QUERY PLAN"]).join("\n");
+      });
+      // The ranges probed one by one (a nested loop, its inner side each range's scan), never hashed
+      // or merged against the tenant's whole cells or events; the cells through their key. (A month's
+      // partition of a row or two may be scanned whole within the loop: cheaper than its index.)
+      expect(plan, plan).not.to.match(/Hash Join|Merge Join|Seq Scan on rollup_cells /);
+      expect(plan, plan).to.match(/Nested Loop/);
+      if (sql.trim().startsWith("delete")) expect(plan, plan).to.match(/Index (Only )?Scan using rollup_cells_pkey/);
+    }
+  });
+});
