@@ -269,9 +269,9 @@ async function rebuildCells(trx: Knex, tenant: string, pace: Pace, ranges: CellR
   // cell (or event) of the tenant, 9 M rows filtered out for a chunk of 256 marks.
   await pace.run(() =>
     trx.raw(
-      `delete from rollup_cells where ctid = any(array(
+      `delete from rollup_cells where tenant = ? and ctid = any(array(
          select r.ctid from ${m} cross join lateral (select c.ctid from rollup_cells c where c.tenant = ? and c.item_id = m.item_id and c.cell >= m.lo and c.cell < m.hi offset 0) as r))`,
-      [...bounds, tenant],
+      [tenant, ...bounds, tenant],
     ),
   );
   await pace.run(() =>
