@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { rawRows, type Statement } from "../db/backend.js";
 import { storageOf } from "../db/storage.js";
+import { DAY_MS } from "./calendar.js";
 import { rebuildPacks } from "./rollup-packs.js";
 import { Pace } from "./rollup-pace.js";
 import { errorText } from "../errors.js";
@@ -26,7 +27,6 @@ const RECONCILE_BATCH = 5000;
 export const ROLLUP_DRAIN_EVERY_MS = 2000;
 /** The advisory lock class of the rollups (the tenant's hash is the other key). */
 export const LOCK_CLASS = 270_027;
-const DAY_MS = 86_400_000;
 const MAX_DOUBLE = "1.7976931348623157e308";
 
 /** An exact sum as a double, ±Infinity past the double's range (a query asking for it then answers the overflow's 422). */

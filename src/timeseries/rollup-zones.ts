@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { rawRows } from "../db/backend.js";
 import { storageOf } from "../db/storage.js";
+import { DAY_MS } from "./calendar.js";
 import { buildPacks } from "./rollup-packs.js";
 import { Pace } from "./rollup-pace.js";
 import { FROM_ROWS, LOCK_CLASS, rebuildPeriods, ROW_COLUMNS, utcDay } from "./rollup-store.js";
@@ -11,7 +12,6 @@ import { FROM_ROWS, LOCK_CLASS, rebuildPeriods, ROW_COLUMNS, utcDay } from "./ro
  * (rollup-store.ts).
  */
 
-const DAY_MS = 86_400_000;
 const builtZones = new WeakMap<Knex, Set<string>>();
 
 /**
